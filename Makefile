@@ -1,0 +1,45 @@
+# The lecture deck on JIT compilation. Every target sets up .venv on first use.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed
+PYTEST_ARGS ?=
+
+.PHONY: help setup present test test-fast pdf html warm record bench info clean
+
+help:
+	@echo "make present   open the deck as a slideshow (JupyterLab + RISE on 127.0.0.1)"
+	@echo "make test      run the tests (installs everything on first use)"
+	@echo "make pdf       export every part to build/pdf/ (RESULTS=assets/results/<file>.json to draw a recorded run)"
+	@echo "make html      offline reveal.js slides in build/html/"
+	@echo "make warm      pre-compile every demo into .cache/ so no live cell stalls on a compile"
+	@echo "make bench     python -m demos bench --quick"
+	@echo "make record    python -m demos record (on a GPU machine: the reference run)"
+	@echo "make info      what this machine has and which backends work"
+
+setup: $(STAMP)
+
+$(STAMP): pyproject.toml
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[dev]'
+	@touch $(STAMP)
+
+present: $(STAMP)
+	$(PY) -m jupyterlab --no-browser --ip=127.0.0.1 --notebook-dir=. slides/
+
+test: $(STAMP)
+	$(PY) -m pytest $(PYTEST_ARGS)
+
+info: $(STAMP)
+	$(PY) -m demos info --check
+
+bench: $(STAMP)
+	$(PY) -m demos bench --quick
+
+record: $(STAMP)
+	$(PY) -m demos record
+
+clean:
+	rm -rf build .pytest_cache

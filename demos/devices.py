@@ -1,0 +1,312 @@
+"""Which devices and frameworks exist here, described as data (never an import-time crash)."""
+from __future__ import annotations
+
+import functools
+import os
+import platform
+import shutil
+import sys
+import sysconfig
+from pathlib import Path
+from typing import Any
+
+from . import _env  # noqa: F401  (environment before frameworks)
+from .errors import DemoError
+
+DTYPES = ("float32", "bfloat16", "float16")
+
+
+@functools.lru_cache(maxsize=None)
+def torch_or_none():
+    try:
+        import torch
+    except Exception:  # ImportError, or a broken install
+        return None
+    return torch
+
+
+@functools.lru_cache(maxsize=None)
+def jax_or_none():
+    """Import JAX configured for a fair comparison, or None when it is missing."""
+    try:
+        import jax
+    except Exception:
+        return None
+    # PyTorch runs fp32 matmuls in full fp32 unless told otherwise; JAX uses TF32 on
+    # recent GPUs by default. Align them: full precision for both.
+    jax.config.update("jax_default_matmul_precision", "highest")
+    cache_dir = os.environ.get("DEMOS_JAX_CACHE_DIR")
+    if cache_dir:
+        try:
+            jax.config.update("jax_compilation_cache_dir", cache_dir)
+            jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
+            jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
+        except Exception:  # older/newer JAX without these options
+            pass
+    return jax
+
+
+def require_torch():
+    torch = torch_or_none()
+    if torch is None:
+        raise DemoError("PyTorch is not installed here (pip install torch==2.13.0)")
+    return torch
+
+
+def require_jax():
+    jax = jax_or_none()
+    if jax is None:
+        raise DemoError("JAX is not installed here (pip install 'jax[cpu]==0.10.2'); torch demos still run")
+    return jax
+
+
+@functools.lru_cache(maxsize=None)
+def torch_device() -> str:
+    """cuda > mps > cpu; DEMOS_DEVICE=cpu forces the CPU."""
+    forced = os.environ.get("DEMOS_DEVICE")
+    if forced:
+        return forced
+    torch = torch_or_none()
+    if torch is None:
+        return "cpu"
+    if torch.cuda.is_available():
+        return "cuda"
+    mps = getattr(torch.backends, "mps", None)
+    if mps is not None and mps.is_available():
+        return "mps"
+    return "cpu"
+
+
+def device_kind() -> str:
+    """'gpu' for CUDA/MPS, 'cpu' otherwise: selects default sizes."""
+    return "cpu" if torch_device() == "cpu" else "gpu"
+
+
+@functools.lru_cache(maxsize=None)
+def jax_backend() -> str | None:
+    jax = jax_or_none()
+    if jax is None:
+        return None
+    try:
+        return jax.default_backend()
+    except Exception:
+        return None
+
+
+def cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.lower().startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+@functools.lru_cache(maxsize=None)
+def device_name() -> str:
+    """Human name of the torch device the demos run on."""
+    dev = torch_device()
+    torch = torch_or_none()
+    if dev == "cuda" and torch is not None:
+        return torch.cuda.get_device_name(0)
+    if dev == "mps":
+        return f"Apple MPS ({platform.machine()})"
+    return f"CPU: {cpu_model()} ({os.cpu_count()} threads)"
+
+
+def set_threads(n: int | None = None) -> int:
+    """Fix torch's intra-op threads (Inductor's C++ reads the same number at codegen)."""
+    torch = torch_or_none()
+    n = n or int(os.environ.get("DEMOS_THREADS", 0)) or (os.cpu_count() or 1)
+    if torch is not None and torch.get_num_threads() != n:
+        torch.set_num_threads(n)
+    return n
+
+
+def dtype_supported(dtype: str, device: str | None = None) -> tuple[bool, str]:
+    """Can the torch device run this dtype? (False, reason) when it cannot."""
+    if dtype not in DTYPES:
+        return False, f"unknown dtype {dtype!r}; valid: {', '.join(DTYPES)}"
+    device = device or torch_device()
+    torch = torch_or_none()
+    if device == "cuda" and torch is not None and dtype == "bfloat16":
+        if not torch.cuda.is_bf16_supported():
+            return False, f"{device_name()} has no bfloat16 support"
+    if device == "mps" and dtype == "bfloat16" and torch is not None:
+        try:
+            torch.ones(1, device="mps", dtype=torch.bfloat16)
+        except Exception:
+            return False, "this MPS device/macOS has no bfloat16 support"
+    return True, ""
+
+
+def check_dtype(dtype: str, device: str | None = None) -> None:
+    ok, why = dtype_supported(dtype, device)
+    if not ok:
+        raise DemoError(why)
+
+
+def free_memory_bytes(device: str | None = None) -> int | None:
+    """Free memory on the device (host RAM for CPU/MPS), or None when unknown."""
+    device = device or torch_device()
+    torch = torch_or_none()
+    if device == "cuda" and torch is not None:
+        free, _total = torch.cuda.mem_get_info()
+        return int(free)
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    try:
+        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
+def cxx_compiler() -> str | None:
+    for name in (os.environ.get("CXX"), "g++", "c++", "clang++"):
+        if name and shutil.which(name):
+            return shutil.which(name)
+    return None
+
+
+def python_headers() -> bool:
+    inc = sysconfig.get_paths().get("include")
+    return bool(inc) and Path(inc, "Python.h").exists()
+
+
+def gpu_info() -> dict[str, Any]:
+    torch = torch_or_none()
+    if torch is None or not torch.cuda.is_available():
+        return {}
+    props = torch.cuda.get_device_properties(0)
+    info = {
+        "gpu_name": props.name,
+        "gpu_memory_gib": round(props.total_memory / 2**30, 1),
+        "gpu_sms": props.multi_processor_count,
+        "compute_capability": f"{props.major}.{props.minor}",
+        "cuda_version": torch.version.cuda,
+    }
+    try:
+        import subprocess
+
+        out = subprocess.run(
+            ["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+            capture_output=True, text=True, timeout=10,
+        )
+        if out.returncode == 0:
+            info["driver"] = out.stdout.strip().splitlines()[0]
+    except Exception:
+        pass
+    return info
+
+
+def _version(mod_name: str) -> str | None:
+    try:
+        from importlib.metadata import version
+
+        return version(mod_name)
+    except Exception:
+        return None
+
+
+def machine_info() -> dict[str, Any]:
+    """Everything a figure's label or a results record needs to say where it ran."""
+    torch = torch_or_none()
+    jax = jax_or_none()
+    info: dict[str, Any] = {
+        "device": torch_device(),
+        "device_name": device_name(),
+        "cpu": cpu_model(),
+        "cpu_threads": os.cpu_count(),
+        "torch_threads": torch.get_num_threads() if torch is not None else None,
+        "python": platform.python_version(),
+        "platform": platform.platform(terse=True),
+        "torch": torch.__version__ if torch is not None else None,
+        "jax": jax.__version__ if jax is not None else None,
+        "jaxlib": _version("jaxlib"),
+        "jax_backend": jax_backend(),
+        "jax_devices": [str(d) for d in jax.devices()] if jax is not None else [],
+        "triton": _version("triton"),
+    }
+    info.update(gpu_info())
+    return info
+
+
+def backend_status(check_compile: bool = False) -> dict[str, dict[str, Any]]:
+    """Which of the four backends work here, each with the fix when it does not.
+
+    check_compile=True really compiles a tiny function with torch.compile (a few seconds on
+    CPU); otherwise only the prerequisites are checked.
+    """
+    torch = torch_or_none()
+    jax = jax_or_none()
+    status: dict[str, dict[str, Any]] = {}
+    if torch is None:
+        fix = "install PyTorch: pip install torch==2.13.0 (CPU) — see README for CUDA builds"
+        status["torch_eager"] = {"ok": False, "detail": "PyTorch is not installed", "fix": fix}
+        status["torch_compile"] = {"ok": False, "detail": "PyTorch is not installed", "fix": fix}
+    else:
+        status["torch_eager"] = {"ok": True, "detail": f"torch {torch.__version__} on {torch_device()}"}
+        problems = []
+        if torch_device() == "cpu":
+            if cxx_compiler() is None:
+                problems.append("no C++ compiler")
+            if not python_headers():
+                problems.append("no Python headers")
+        if problems:
+            status["torch_compile"] = {
+                "ok": False,
+                "detail": ", ".join(problems),
+                "fix": "torch.compile on CPU needs g++ and Python headers: apt-get install g++ python3-dev",
+            }
+        else:
+            detail = "Inductor → " + ("Triton kernels" if torch_device() == "cuda" else "C++/OpenMP kernels")
+            status["torch_compile"] = {"ok": True, "detail": detail}
+            if check_compile:
+                try:
+                    import torch._dynamo
+
+                    torch._dynamo.reset()
+                    f = torch.compile(lambda t: (t.sin() + 1).relu())
+                    f(torch.ones(8, device=torch_device()))
+                    torch._dynamo.reset()
+                    status["torch_compile"]["detail"] += " (test compile ok)"
+                except Exception as exc:  # pragma: no cover - depends on machine
+                    from .errors import one_line
+
+                    status["torch_compile"] = {
+                        "ok": False,
+                        "detail": one_line(exc),
+                        "fix": "torch.compile on CPU needs g++ and Python headers: apt-get install g++ python3-dev",
+                    }
+    if jax is None:
+        fix = "install JAX: pip install 'jax[cpu]==0.10.2' (or jax[cuda12] on an NVIDIA GPU)"
+        status["jax_eager"] = {"ok": False, "detail": "JAX is not installed", "fix": fix}
+        status["jax_jit"] = {"ok": False, "detail": "JAX is not installed", "fix": fix}
+    else:
+        try:
+            import jax.numpy as jnp
+
+            jax.jit(lambda a: a + 1)(jnp.ones(4)).block_until_ready()
+            ok, detail = True, f"jax {jax.__version__} on {jax_backend()}"
+        except Exception as exc:  # pragma: no cover
+            from .errors import one_line
+
+            ok, detail = False, one_line(exc)
+        status["jax_eager"] = {"ok": ok, "detail": detail}
+        status["jax_jit"] = {"ok": ok, "detail": ("XLA → " + str(jax_backend())) if ok else detail}
+        if torch_device() == "cuda" and jax_backend() == "cpu":
+            status["jax_jit"]["detail"] += " (JAX sees no GPU: pip install 'jax[cuda12]' to compare on the GPU)"
+    return status
+
+
+def working_backends(check_compile: bool = False) -> list[str]:
+    return [b for b, s in backend_status(check_compile).items() if s["ok"]]
+
+
+def in_jupyter() -> bool:
+    return "ipykernel" in sys.modules

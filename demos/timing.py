@@ -1,0 +1,184 @@
+"""One correct way to time torch and JAX callables.
+
+Rules this module enforces:
+- synchronise before stopping the clock (CUDA/MPS synchronize, JAX block_until_ready —
+  JAX dispatch is asynchronous on the CPU too);
+- warm up first, and keep the first call (which compiles) apart from the steady state;
+- repeat adaptively within a time budget and report the median with p10/p90 spread.
+"""
+from __future__ import annotations
+
+import math
+import statistics
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Any, Callable
+
+from .devices import torch_device, torch_or_none
+
+_clock = time.perf_counter
+
+
+@dataclass
+class Timing:
+    """Seconds per call: median with p10/p90 spread over ``n`` samples."""
+
+    median: float
+    p10: float
+    p90: float
+    n: int
+    inner: int = 1
+    samples: list[float] = field(default_factory=list, repr=False)
+
+    @property
+    def spread(self) -> float:
+        return self.p90 - self.p10
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d.pop("samples")
+        return d
+
+    def __str__(self) -> str:
+        return f"{fmt_seconds(self.median)} (p10 {fmt_seconds(self.p10)}, p90 {fmt_seconds(self.p90)}, n={self.n})"
+
+
+def fmt_seconds(s: float | None) -> str:
+    if s is None or (isinstance(s, float) and math.isnan(s)):
+        return "—"
+    if s < 1e-6:
+        return f"{s * 1e9:.0f} ns"
+    if s < 1e-3:
+        return f"{s * 1e6:.1f} µs"
+    if s < 1:
+        return f"{s * 1e3:.2f} ms"
+    return f"{s:.2f} s"
+
+
+def quantile(xs: list[float], q: float) -> float:
+    xs = sorted(xs)
+    if not xs:
+        return float("nan")
+    pos = q * (len(xs) - 1)
+    lo, hi = math.floor(pos), math.ceil(pos)
+    return xs[lo] + (xs[hi] - xs[lo]) * (pos - lo)
+
+
+def _block_tree(out: Any) -> None:
+    """Block on every JAX array in an output (tuples, lists, dicts)."""
+    if hasattr(out, "block_until_ready"):
+        out.block_until_ready()
+    elif isinstance(out, (tuple, list)):
+        for o in out:
+            _block_tree(o)
+    elif isinstance(out, dict):
+        for o in out.values():
+            _block_tree(o)
+
+
+def sync_torch(device: str | None = None) -> Callable[[Any], None]:
+    device = device or torch_device()
+    torch = torch_or_none()
+    if device.startswith("cuda"):
+        return lambda _out: torch.cuda.synchronize()
+    if device == "mps":
+        return lambda _out: torch.mps.synchronize()
+    return lambda _out: None  # CPU torch ops are synchronous
+
+
+def sync_jax() -> Callable[[Any], None]:
+    return _block_tree
+
+
+def no_sync(_out: Any) -> None:
+    return None
+
+
+def sync_for(backend: str, device: str | None = None) -> Callable[[Any], None]:
+    return sync_jax() if backend.startswith("jax") else sync_torch(device)
+
+
+def first_call(fn: Callable[[], Any], sync: Callable[[Any], None] = no_sync) -> tuple[float, Any]:
+    """Time one call (the one that compiles), synchronised. Returns (seconds, output)."""
+    t0 = _clock()
+    out = fn()
+    sync(out)
+    return _clock() - t0, out
+
+
+def measure(
+    fn: Callable[[], Any],
+    sync: Callable[[Any], None] = no_sync,
+    *,
+    warmup: int = 1,
+    budget_s: float = 0.25,
+    min_samples: int = 5,
+    max_samples: int = 200,
+    min_sample_s: float = 2e-4,
+) -> Timing:
+    """Steady-state time of ``fn()`` per call.
+
+    ``fn`` takes no arguments and returns the output; ``sync(out)`` must wait until that
+    output really exists. Calls shorter than ``min_sample_s`` are batched ``inner`` at a time
+    (synchronising once per batch) so the clock's resolution and the loop do not dominate.
+    """
+    out = None
+    for _ in range(max(warmup, 0)):
+        out = fn()
+        sync(out)
+    del out
+    # Estimate one call's cost to choose the batch size.
+    t0 = _clock()
+    sync(fn())
+    one = max(_clock() - t0, 1e-9)
+    inner = max(1, min(10_000, int(min_sample_s / one)))
+    per_sample = one * inner
+    n = int(budget_s / per_sample) if per_sample > 0 else max_samples
+    n = max(min_samples, min(max_samples, n))
+    samples: list[float] = []
+    if inner == 1:
+        for _ in range(n):
+            t0 = _clock()
+            out = fn()
+            sync(out)
+            samples.append(_clock() - t0)
+    else:
+        for _ in range(n):
+            t0 = _clock()
+            for _ in range(inner):
+                out = fn()
+            sync(out)
+            samples.append((_clock() - t0) / inner)
+    return Timing(
+        median=statistics.median(samples),
+        p10=quantile(samples, 0.1),
+        p90=quantile(samples, 0.9),
+        n=len(samples),
+        inner=inner,
+        samples=samples,
+    )
+
+
+def measure_cuda_events(fn: Callable[[], Any], *, warmup: int = 3, reps: int = 50) -> Timing:
+    """Device time per call from CUDA events (GPU only): excludes host dispatch gaps."""
+    torch = torch_or_none()
+    if torch is None or not torch.cuda.is_available():
+        raise RuntimeError("CUDA events need an NVIDIA GPU")
+    for _ in range(warmup):
+        fn()
+    torch.cuda.synchronize()
+    starts = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
+    ends = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
+    for s, e in zip(starts, ends):
+        s.record()
+        fn()
+        e.record()
+    torch.cuda.synchronize()
+    samples = [s.elapsed_time(e) / 1e3 for s, e in zip(starts, ends)]
+    return Timing(statistics.median(samples), quantile(samples, 0.1), quantile(samples, 0.9), reps, 1, samples)
+
+
+def timing_overhead(n: int = 2000) -> float:
+    """Seconds of overhead ``measure`` adds per call of a no-op callable."""
+    t = measure(lambda: None, warmup=1, budget_s=0.05, max_samples=n, min_sample_s=0.0)
+    return t.median

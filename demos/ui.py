@@ -1,0 +1,236 @@
+"""The live-cell panel every deck part uses (ipywidgets 7.8 API; RISE renders 7.x widgets).
+
+A live cell is one call: ``demos.<topic>.live()`` builds a :class:`Panel` from controls and a
+``render(values, progress)`` function that returns a matplotlib Figure (optionally with an
+HTML table). The panel redraws the figure in place inside an ``Output`` widget whenever a
+control changes (or on its Run button), shows progress while slow work runs, and turns any
+failure into one line in its status bar, leaving the kernel and the controls usable.
+
+Executed headless (nbclient, exports: DEMOS_STATIC=1, or outside a kernel) the same call
+renders the default figure once as a plain PNG output, so HTML and PDF exports carry real
+plots.
+"""
+from __future__ import annotations
+
+import html
+import time
+import traceback
+from typing import Any, Callable
+
+from ._env import static_mode
+from .errors import one_line, release_memory
+from .plots import message_figure, to_png
+
+Progress = Callable[[float, str], None]
+
+
+def _widgets():
+    import ipywidgets as widgets  # Jupyter-only: imported lazily
+
+    return widgets
+
+
+# -- controls ---------------------------------------------------------------------------
+def pow2_slider(description: str, lo: int, hi: int, value: int):
+    """A slider over powers of two, labelled 2^k (value is the integer)."""
+    w = _widgets()
+    options = [(f"2^{k}", 2**k) for k in range(lo, hi + 1)]
+    value = min((v for _, v in options), key=lambda v: abs(v - value))
+    return w.SelectionSlider(options=options, value=value, description=description,
+                             continuous_update=False, style={"description_width": "initial"},
+                             layout=w.Layout(width="420px"))
+
+
+def int_slider(description: str, lo: int, hi: int, value: int, step: int = 1):
+    w = _widgets()
+    return w.IntSlider(value=value, min=lo, max=hi, step=step, description=description,
+                       continuous_update=False, style={"description_width": "initial"},
+                       layout=w.Layout(width="380px"))
+
+
+def choice(description: str, options: list, value: Any = None):
+    w = _widgets()
+    return w.Dropdown(options=options, value=value if value is not None else _first(options),
+                      description=description, style={"description_width": "initial"},
+                      layout=w.Layout(width="260px"))
+
+
+def toggle(description: str, options: list, value: Any = None):
+    w = _widgets()
+    return w.ToggleButtons(options=options, value=value if value is not None else _first(options),
+                           description=description, style={"description_width": "initial",
+                                                           "button_width": "auto"})
+
+
+def _first(options: list) -> Any:
+    o = options[0]
+    return o[1] if isinstance(o, tuple) else o
+
+
+def dtype_choice(value: str = "float32", options: tuple[str, ...] = ("float32", "bfloat16")):
+    return choice("dtype", list(options), value)
+
+
+# -- the panel --------------------------------------------------------------------------
+class Panel:
+    """Controls + status line + progress bar + figure, redrawn in place."""
+
+    def __init__(
+        self,
+        title: str,
+        controls: dict[str, Any],
+        render: Callable[..., Any],
+        *,
+        run_button: bool = False,
+        defaults: dict[str, Any] | None = None,
+        auto_render: bool = True,
+    ):
+        self.title = title
+        self.render_fn = render
+        self.controls = controls
+        self.run_button = run_button
+        self.defaults = defaults or {}
+        self.renders = 0
+        self.last_png: bytes | None = None
+        self.last_html: str = ""
+        self.last_error: str | None = None
+        self.last_values: dict[str, Any] = {}
+        self.last_seconds: float | None = None
+        self._built = False
+        self.auto_render = auto_render
+
+    # values --------------------------------------------------------------------------
+    def values(self) -> dict[str, Any]:
+        vals = dict(self.defaults)
+        vals.update({k: c.value for k, c in self.controls.items()})
+        return vals
+
+    # widgets -------------------------------------------------------------------------
+    def _build(self) -> None:
+        if self._built:
+            return
+        w = _widgets()
+        self.status = w.HTML(value="")
+        self.progress_bar = w.FloatProgress(value=0.0, min=0.0, max=1.0, layout=w.Layout(width="300px",
+                                                                                         visibility="hidden"))
+        self.out = w.Output(layout=w.Layout(min_height="200px"))
+        self.table = w.HTML(value="")
+        row = list(self.controls.values())
+        if self.run_button:
+            self.button = w.Button(description="Run", button_style="primary", icon="play",
+                                   layout=w.Layout(width="110px"))
+            self.button.on_click(lambda _b: self.update())
+            row.append(self.button)
+        else:
+            for c in self.controls.values():
+                c.observe(lambda _change: self.update(), names="value")
+        controls = w.HBox(row, layout=w.Layout(flex_flow="row wrap", align_items="center"))
+        self.widget = w.VBox([controls, w.HBox([self.progress_bar, self.status]), self.out, self.table],
+                             layout=w.Layout(width="100%"))
+        self.widget.add_class("jitdeck-panel")
+        self._built = True
+
+    def progress(self, fraction: float, message: str = "") -> None:
+        """Report progress of slow work (compiles, sweeps) while it runs."""
+        if not self._built:
+            return
+        self.progress_bar.layout.visibility = "visible"
+        self.progress_bar.value = max(0.0, min(1.0, float(fraction)))
+        if message:
+            self.status.value = f"<span class='jitdeck-busy'>⏳ {html.escape(message)}</span>"
+
+    # rendering -----------------------------------------------------------------------
+    def compute(self) -> Any:
+        """Run the render function with the current values. Returns (figure, html)."""
+        values = self.values()
+        self.last_values = values
+        t0 = time.perf_counter()
+        try:
+            result = self.render_fn(values, self.progress)
+            self.last_error = None
+        except Exception as exc:  # one line, kernel survives
+            release_memory()
+            self.last_error = one_line(exc)
+            self._log_traceback()
+            result = None
+        self.last_seconds = time.perf_counter() - t0
+        if result is None:
+            return None, ""
+        if isinstance(result, tuple):
+            fig, table = result[0], result[1] if len(result) > 1 else ""
+        else:
+            fig, table = result, ""
+        return fig, table or ""
+
+    def _log_traceback(self) -> None:
+        import os
+
+        if os.environ.get("DEMOS_DEBUG"):
+            traceback.print_exc()
+
+    def update(self) -> None:
+        """Recompute and redraw in place (the widgets' callback)."""
+        from IPython.display import clear_output, display
+
+        self._build()
+        self.progress(0.0, "measuring…")
+        self.progress_bar.layout.visibility = "hidden"
+        fig, table = self.compute()
+        if fig is not None:
+            png = to_png(fig)
+            self.last_png = png
+            self.last_html = table
+            self.renders += 1
+            with self.out:
+                clear_output(wait=True)
+                display(_png_display(png))
+            self.table.value = table
+        self.progress_bar.layout.visibility = "hidden"
+        if self.last_error:
+            self.status.value = f"<span class='jitdeck-error' style='color:#b00020'>⚠ {html.escape(self.last_error)}</span>"
+        else:
+            self.status.value = f"<span class='jitdeck-ok' style='color:#555'>done in {self.last_seconds:.2f} s</span>"
+
+    def render_static(self) -> None:
+        """Headless: the default figure as a plain PNG output (exports carry real plots)."""
+        from IPython.display import HTML, display
+
+        fig, table = self.compute()
+        if fig is None:
+            fig = message_figure(self.last_error or "nothing to show", self.title)
+        png = to_png(fig)
+        self.last_png = png
+        self.renders += 1
+        display(_png_display(png))
+        if table:
+            display(HTML(table))
+        if self.last_error:
+            print(f"⚠ {self.last_error}")
+
+    def show(self):
+        if static_mode():
+            self.render_static()
+            return None
+        self._build()
+        if self.auto_render:
+            self.update()
+        else:
+            self.status.value = "press Run"
+        from IPython.display import display
+
+        display(self.widget)
+        return None
+
+    def _ipython_display_(self):  # pragma: no cover - exercised in notebooks
+        self.show()
+
+
+def _png_display(png: bytes):
+    from IPython.display import Image
+
+    return Image(data=png, format="png")
+
+
+def show_error_line(exc: BaseException, context: str = "") -> None:
+    """For non-panel cells: print one line instead of a traceback."""
+    print(f"⚠ {one_line(exc, context)}")

@@ -1,0 +1,52 @@
+"""Shared fixtures: executed notebooks (each part runs once per session), GPU skips."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+import demos  # noqa: F401  (environment before torch/JAX)
+
+ROOT = Path(__file__).resolve().parent.parent
+ARTIFACTS = ROOT / "test-artifacts"
+_EXECUTED: dict[str, tuple] = {}
+
+
+def pytest_collection_modifyitems(config, items):
+    from demos.devices import torch_device
+
+    if torch_device() != "cuda":
+        skip = pytest.mark.skip(reason="needs an NVIDIA GPU (run `pytest -m gpu` on a GPU machine)")
+        for item in items:
+            if "gpu" in item.keywords:
+                item.add_marker(skip)
+
+
+def executed_notebook(name: str, timeout: int = 1200):
+    """Execute slides/<name> headless once per test session; returns (nb, seconds)."""
+    from demos.nbtools import SLIDES_DIR, execute
+
+    path = SLIDES_DIR / name
+    if name not in _EXECUTED:
+        nb, secs = execute(path, timeout=timeout)
+        _EXECUTED[name] = (nb, secs)
+        ARTIFACTS.mkdir(exist_ok=True)
+        (ARTIFACTS / "notebook-times.txt").open("a").write(f"{name}\t{secs:.1f} s\n")
+    return _EXECUTED[name]
+
+
+@pytest.fixture
+def artifacts() -> Path:
+    ARTIFACTS.mkdir(exist_ok=True)
+    return ARTIFACTS
+
+
+@pytest.fixture(autouse=True)
+def _no_static_leak(monkeypatch):
+    # Unit tests build panels outside a kernel: they are static unless a test says otherwise.
+    yield
+
+
+def in_ci() -> bool:
+    return os.environ.get("CI", "").lower() in ("1", "true", "yes")
