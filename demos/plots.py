@@ -31,7 +31,7 @@ LABELS = {
     "jax_eager": "JAX op-by-op",
     "jax_jit": "jax.jit",
 }
-SLIDE_SIZE = (11.0, 5.4)  # inches at dpi 100: fits a 1280×720 slide under a title
+SLIDE_SIZE = (10.5, 4.6)  # inches at dpi 100 (1050×460 px): fits a 1280×720 slide under a title and controls
 DPI = 100
 
 STYLE = {

@@ -234,3 +234,10 @@ def _png_display(png: bytes):
 def show_error_line(exc: BaseException, context: str = "") -> None:
     """For non-panel cells: print one line instead of a traceback."""
     print(f"⚠ {one_line(exc, context)}")
+
+
+def recorded_only() -> bool:
+    """Headless export asked to draw a recorded run (``make pdf RESULTS=…``) instead of measuring."""
+    import os
+
+    return static_mode() and bool(os.environ.get("DEMOS_RESULTS"))
