@@ -122,3 +122,38 @@ def text_progress(stream=sys.stderr) -> Callable[[int, int, str], None]:
         stream.flush()
 
     return show
+
+
+def figure(record: Record, dtype: str = "float32"):
+    """Median latency per workload and backend (log scale) with p10–p90 whiskers.
+
+    Pure: draws any record, live or recorded, the same way.
+    """
+    import numpy as np
+
+    from .plots import color, figure as new_figure, label, machine_stamp, stamp
+
+    rows = [r for r in record.rows if r.dtype == dtype]
+    names = list(dict.fromkeys(r.workload for r in rows))
+    backends = [b for b in BACKENDS if any(r.backend == b for r in rows)]
+    fig, ax = new_figure()
+    width = 0.8 / max(len(backends), 1)
+    for j, b in enumerate(backends):
+        xs, med, lo, hi = [], [], [], []
+        for i, n in enumerate(names):
+            r = next((r for r in rows if r.workload == n and r.backend == b and r.ok), None)
+            if r is None:
+                continue
+            xs.append(i + (j - (len(backends) - 1) / 2) * width)
+            med.append(r.median_s * 1e6)
+            lo.append((r.median_s - r.p10_s) * 1e6)
+            hi.append((r.p90_s - r.median_s) * 1e6)
+        ax.bar(xs, med, width, color=color(b), label=label(b), yerr=[lo, hi], capsize=3)
+    ax.set_xticks(np.arange(len(names)), names)
+    ax.set_yscale("log")
+    ax.set_ylabel("median latency per call (µs)")
+    ax.legend(ncols=len(backends), loc="upper left")
+    sizes = "; ".join(f"{n}: " + ",".join(f"{k}={v}" for k, v in next(r for r in rows if r.workload == n).params.items())
+                      for n in names)
+    stamp(fig, machine_stamp(record.machine, f"{dtype} · {sizes}", record.created))
+    return fig

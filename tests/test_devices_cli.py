@@ -1,0 +1,134 @@
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import demos.devices as dv
+
+ROOT = Path(__file__).resolve().parent.parent
+PY = sys.executable
+
+
+def run(*args, env=None, **kw):
+    e = dict(os.environ)
+    e.update(env or {})
+    return subprocess.run([PY, *args], capture_output=True, text=True, cwd=ROOT, env=e, timeout=600, **kw)
+
+
+def test_machine_info_describes_this_machine():
+    m = dv.machine_info()
+    assert m["device"] in ("cpu", "cuda", "mps")
+    assert m["cpu_threads"] == os.cpu_count()
+    assert m["torch"] and m["python"].startswith("3.")
+    if m["device"] == "cpu":
+        assert m["device_name"].startswith("CPU:")
+
+
+def test_missing_jax_is_reported_as_data(monkeypatch):
+    monkeypatch.setattr(dv, "jax_or_none", lambda: None)
+    st = dv.backend_status()
+    assert st["torch_eager"]["ok"]
+    assert not st["jax_jit"]["ok"] and "pip install" in st["jax_jit"]["fix"]
+
+
+def test_missing_compiler_is_reported_with_the_fix(monkeypatch):
+    monkeypatch.setattr(dv, "torch_device", lambda: "cpu")
+    monkeypatch.setattr(dv, "cxx_compiler", lambda: None)
+    st = dv.backend_status()
+    assert not st["torch_compile"]["ok"]
+    assert "g++" in st["torch_compile"]["fix"]
+
+
+def test_info_cli_lists_all_four_backends():
+    r = run("-m", "demos", "info")
+    assert r.returncode == 0, r.stderr
+    for b in ("torch_eager", "torch_compile", "jax_eager", "jax_jit"):
+        assert b in r.stdout
+    assert "device_name" in r.stdout
+
+
+def test_info_without_jax_or_jupyter_does_not_crash():
+    # Simulate a bare GPU box: no JAX, no Jupyter packages importable.
+    code = (
+        "import sys\n"
+        "for m in ('jax', 'ipywidgets', 'IPython', 'nbformat', 'nbclient'): sys.modules[m] = None\n"
+        "from demos.cli import main\n"
+        "sys.exit(main(['info']))\n"
+    )
+    r = run("-c", code)
+    assert r.returncode == 0, r.stderr
+    assert "NO  jax_jit" in r.stdout and "fix:" in r.stdout
+
+
+def test_importing_demos_is_cheap():
+    r = run("-c", "import sys, demos, demos.cli; print('torch' in sys.modules, 'jax' in sys.modules)")
+    assert r.stdout.strip() == "False False", r.stdout + r.stderr
+
+
+def test_bench_cli_quick_json(tmp_path):
+    out = tmp_path / "out.json"
+    r = run("-m", "demos", "bench", "--quick", "--workload", "chain,mlp_dead_code",
+            "--backend", "torch_eager,torch_compile,jax_jit", "--json", str(out))
+    assert r.returncode == 0, r.stderr
+    assert "chain" in r.stdout and "vs eager" in r.stdout
+    from demos.results import Record
+
+    rec = Record.load(out)
+    assert len(rec.rows) == 6 and all(row.ok for row in rec.rows), [row.error for row in rec.rows]
+
+
+@pytest.mark.parametrize("args,needle", [
+    (["bench", "--workload", "chian"], "valid: complex_activation"),
+    (["bench", "--backend", "xla"], "valid: torch_eager"),
+])
+def test_bad_names_give_one_line(args, needle):
+    r = run("-m", "demos", *args)
+    assert r.returncode == 2
+    lines = [line for line in r.stderr.strip().splitlines() if line]
+    assert len(lines) == 1 and needle in lines[0], r.stderr
+
+
+def test_environment_yml_agrees_with_pyproject():
+    import re
+    import tomllib
+
+    pins = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    wanted = set(pins["dependencies"]) | set(pins["optional-dependencies"]["dev"])
+    yml = (ROOT / "environment.yml").read_text()
+    conda_pip = set(re.findall(r"^\s+- ([A-Za-z0-9_.\[\]-]+==[^\s#]+)", yml, re.M))
+    assert wanted == conda_pip, f"only in pyproject: {wanted - conda_pip}; only in environment.yml: {conda_pip - wanted}"
+
+
+@pytest.mark.gpu
+def test_gpu_device_and_cuda_event_timing():
+    import torch
+
+    from demos.timing import measure, measure_cuda_events, sync_torch
+
+    assert dv.torch_device() == "cuda" and "NVIDIA" in dv.device_name()
+    x = torch.randn(2**24, device="cuda")
+    wall = measure(lambda: x.sin(), sync_torch("cuda"), budget_s=0.2)
+    dev = measure_cuda_events(lambda: x.sin())
+    # device time excludes launch overhead: never larger than synchronised wall time (+ noise)
+    assert dev.median <= wall.median * 1.2
+    unsynced = measure(lambda: x.sin(), budget_s=0.2)
+    assert unsynced.median < wall.median  # without sync the clock under-reports
+
+
+@pytest.mark.gpu
+def test_torch_and_jax_share_the_gpu():
+    import torch
+
+    jax = dv.require_jax()
+    assert os.environ["XLA_PYTHON_CLIENT_PREALLOCATE"] == "false"
+    assert jax.default_backend() == "gpu"
+    free_before = torch.cuda.mem_get_info()[0]
+    import jax.numpy as jnp
+
+    jnp.ones(1024).block_until_ready()
+    free_after = torch.cuda.mem_get_info()[0]
+    assert free_before - free_after < 2 * 2**30  # JAX did not grab 75% of the card
+    big = torch.empty(2**30, device="cuda")  # torch can still allocate 4 GiB
+    del big

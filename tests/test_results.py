@@ -1,0 +1,61 @@
+import json
+
+from demos.bench import bench, figure
+from demos.plots import to_png
+from demos.results import Record, Row, default_filename, reference
+
+
+def small_record():
+    return bench(["chain", "two_matmuls"], ["torch_eager", "jax_jit"], quick=True, budget_s=0.02)
+
+
+def test_record_survives_save_load_draw_unchanged(tmp_path):
+    rec = small_record()
+    assert len(rec.rows) == 4 and all(r.ok for r in rec.rows)
+    png1 = to_png(figure(rec))
+    path = rec.save(tmp_path / "r.json")
+    back = Record.load(path)
+    assert back.to_dict() == json.loads(path.read_text())
+    assert [r.key for r in back.rows] == [r.key for r in rec.rows]
+    assert back.machine["device"] == rec.machine["device"] and back.created == rec.created
+    assert to_png(figure(back)) == png1
+
+
+def test_rows_have_the_documented_fields():
+    rec = small_record()
+    r = rec.get(workload="chain", backend="jax_jit")
+    assert r.median_s > 0 and r.p10_s <= r.median_s <= r.p90_s and r.n >= 5
+    assert r.compile_s is not None and r.compile_s >= 0  # compile kept apart
+    assert rec.get(workload="chain", backend="torch_eager").compile_s is None
+    for key in ("device", "device_name", "torch", "jax", "python", "cpu_threads"):
+        assert key in rec.machine
+
+
+def test_merge_replaces_same_key_and_keeps_sections():
+    a = Record(machine={"device": "cpu"}, rows=[Row("chain", "torch_eager", {"N": 4}, "float32", "cpu", 1.0)],
+               sections={"eager": {"x": 1}})
+    b = Record(machine={"device": "cpu"}, rows=[Row("chain", "torch_eager", {"N": 4}, "float32", "cpu", 2.0),
+                                                Row("chain", "jax_jit", {"N": 4}, "float32", "cpu", 3.0)],
+               sections={"fusion": {"y": 2}})
+    m = a.merge(b)
+    assert len(m.rows) == 2 and m.get(backend="torch_eager").median_s == 2.0
+    assert m.sections == {"eager": {"x": 1}, "fusion": {"y": 2}}
+    assert len(a.rows) == 1  # inputs untouched
+
+
+def test_not_a_record_is_refused(tmp_path):
+    p = tmp_path / "x.json"
+    p.write_text('{"hello": 1}')
+    import pytest
+
+    with pytest.raises(ValueError):
+        Record.load(p)
+
+
+def test_reference_reads_env_and_default_name(tmp_path, monkeypatch):
+    rec = Record(machine={"device": "cuda", "gpu_name": "NVIDIA H200", "device_name": "NVIDIA H200"},
+                 created="2026-11-21T10:00:00+00:00")
+    assert default_filename(rec) == "h200-2026-11-21.json"
+    path = rec.save(tmp_path / default_filename(rec))
+    monkeypatch.setenv("DEMOS_RESULTS", str(path))
+    assert reference().machine["gpu_name"] == "NVIDIA H200"

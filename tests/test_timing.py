@@ -1,0 +1,60 @@
+import time
+
+import pytest
+
+from demos.timing import Timing, first_call, fmt_seconds, measure, quantile, timing_overhead
+
+
+def test_sleep_10ms_measures_at_least_10ms_and_not_grossly_more():
+    t = measure(lambda: time.sleep(0.010), budget_s=0.15, min_samples=5)
+    assert 0.010 <= t.median < 0.020, t
+    assert t.p10 <= t.median <= t.p90
+    assert t.n >= 5
+
+
+def test_clock_stops_only_after_sync():
+    # An "asynchronous" op: dispatch returns at once, the work finishes at sync time.
+    class Future:
+        def wait(self):
+            time.sleep(0.005)
+
+    t = measure(lambda: Future(), sync=lambda f: f.wait(), budget_s=0.1)
+    assert t.median >= 0.005, "measure stopped the clock before synchronising"
+
+
+def test_without_sync_async_work_is_under_reported():
+    t_nosync = measure(lambda: object(), budget_s=0.02)
+    assert t_nosync.median < 0.001
+
+
+def test_fast_calls_are_batched_and_per_call_time_reported():
+    t = measure(lambda: sum(range(10)), budget_s=0.05)
+    assert t.inner > 1
+    assert t.median < 1e-4
+
+
+def test_first_call_is_kept_apart_from_steady_state():
+    state = {"first": True}
+
+    def fn():
+        if state["first"]:
+            state["first"] = False
+            time.sleep(0.05)  # "compile"
+        return 1
+
+    first, out = first_call(fn)
+    steady = measure(fn, budget_s=0.02)
+    assert out == 1 and first >= 0.05 and steady.median < 0.005
+
+
+def test_timing_overhead_is_small():
+    # Target (benchmark, reported): < 5 µs per call. Generous bound here for a shared CI box.
+    assert timing_overhead() < 20e-6
+
+
+def test_quantiles_and_format():
+    xs = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]
+    assert quantile(xs, 0.5) == pytest.approx(5.5)
+    assert quantile(xs, 0.1) == pytest.approx(1.9)
+    assert fmt_seconds(2.5e-6) == "2.5 µs" and fmt_seconds(0.0125) == "12.50 ms"
+    assert Timing(1.0, 0.5, 2.0, 3).spread == 1.5
