@@ -119,6 +119,19 @@ def cmd_warm(args: argparse.Namespace) -> int:
     return 1 if failed else 0
 
 
+def cmd_ui_bench(args: argparse.Namespace) -> int:
+    from .uibench import run
+
+    topics = _parse_list(args.topic, TOPICS, "topic") or TOPICS
+    rows = run(topics)
+    if rows:
+        import statistics
+
+        meds = [r["median_s"] for r in rows]
+        print(f"\n{len(rows)} panels · median of medians {statistics.median(meds):.3f} s · worst {max(meds):.3f} s")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     from .errors import DemoError
 
@@ -138,6 +151,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--quick", action="store_true")
     p.add_argument("--out", metavar="FILE", help="where to write (default: assets/results/<device>-<date>.json)")
     p.set_defaults(func=cmd_record)
+    p = sub.add_parser("ui-bench", help="warm interaction latency of every live panel")
+    p.add_argument("--topic", help="comma-separated topics (default: all)")
+    p.set_defaults(func=cmd_ui_bench)
     p = sub.add_parser("warm", help="compile every demo's defaults into the caches in .cache/")
     p.set_defaults(func=cmd_warm)
     args = ap.parse_args(argv)
