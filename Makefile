@@ -26,8 +26,28 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --quiet -e '.[dev]'
 	@touch $(STAMP)
 
+# Presenting and exporting (demos/present.py, demos/export.py).
+PART    ?= 1
+PORT    ?= 8888
+RESULTS ?=
+EXPORT_ARGS = $(if $(RESULTS),--results $(RESULTS),) $(if $(PARTS),--parts $(PARTS),)
+NPM_STAMP := node_modules/.package-lock.json
+
 present: $(STAMP)
-	$(PY) -m jupyterlab --no-browser --ip=127.0.0.1 --notebook-dir=. slides/
+	$(PY) -m demos.present --part $(PART) --port $(PORT)
+
+warm: $(STAMP)
+	$(PY) -m demos warm
+	$(PY) -m demos.present --mark-warm
+
+$(NPM_STAMP): package.json package-lock.json
+	npm ci --no-audit --no-fund --ignore-scripts --silent
+
+html: $(STAMP) $(NPM_STAMP)
+	$(PY) -m demos.export html $(EXPORT_ARGS)
+
+pdf: $(STAMP) $(NPM_STAMP)
+	$(PY) -m demos.export pdf $(EXPORT_ARGS)
 
 test: $(STAMP)
 	$(PY) -m pytest $(PYTEST_ARGS)

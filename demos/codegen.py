@@ -1,0 +1,455 @@
+"""What the compilers generate: Inductor's output code and XLA's HLO, as text plus counts.
+
+Two entry points, one per compiler, both returning a small dataclass that holds the text and
+the counts a slide needs (and ``to_dict()`` for JSON records):
+
+    inductor_code(fn, *args, mode=None, dynamic=None) -> InductorCode
+        the Python wrapper + kernels torch.compile (Inductor) generated for ``fn(*args)``:
+        ``kernels`` (launched kernels, in order: ``cpp_fused_*`` on CPU, ``triton_*`` on GPU),
+        ``extern_calls`` (``extern_kernels.mm/addmm/bmm/…``), ``matmuls``, ``buffers`` (every
+        ``empty_strided*`` allocation) and ``reused`` (buffers Inductor recycled in place).
+    xla_code(fn, *args, static_argnums=()) -> XlaCode
+        the jaxpr, StableHLO and optimized HLO of ``jax.jit(fn)``: ``fusions`` (fusion
+        instructions in the entry computation), ``matmuls`` (``dot``/``convolution`` plus GPU
+        GEMM custom calls), ``transposes``, ``memory`` (``memory_analysis()``) and ``cost``
+        (``cost_analysis()``) where the backend provides them.
+
+For the seed workloads: ``workload_inductor_code(name, params, dtype)`` and
+``workload_xla_code(name, params, dtype)`` (cached per sizes/dtype/device).
+
+The parsers ``parse_inductor(source)`` and ``parse_hlo(text)`` are pure functions of text and
+can be used on code captured any other way. ``excerpt(text, patterns)`` picks the lines worth
+showing on a slide.
+
+Capturing Inductor's code never resets ``torch._dynamo``: the function is compiled through a
+fresh copy of its code object, so wrappers other demos hold stay compiled (and Inductor's
+FX-graph cache makes a repeat capture cost tens of milliseconds).
+"""
+from __future__ import annotations
+
+import re
+import types
+from dataclasses import asdict, dataclass, field
+from typing import Any, Callable, Iterable
+
+from .devices import require_jax, require_torch
+from .errors import DemoError
+
+__all__ = [
+    "InductorCode",
+    "XlaCode",
+    "inductor_code",
+    "xla_code",
+    "parse_inductor",
+    "parse_hlo",
+    "workload_inductor_code",
+    "workload_xla_code",
+    "excerpt",
+    "clear_cache",
+]
+
+# ---------------------------------------------------------------------------------------
+# Inductor
+# ---------------------------------------------------------------------------------------
+_KERNEL_DEF = re.compile(
+    r"^(?P<name>[A-Za-z_]\w*)\s*=\s*async_compile\.(?P<kind>cpp_pybinding|cpp|triton|cuda|halide|mps)\(",
+    re.M,
+)
+_ALLOC = re.compile(r"^\s*(?P<buf>\w+)\s*=\s*(?P<fn>empty_strided(?:_\w+)?)\((?P<args>.*)\)\s*$", re.M)
+_REUSE = re.compile(r"^\s*(?P<new>\w+)\s*=\s*(?P<old>\w+);\s*del\s+\w+\s*#\s*reuse", re.M)
+_EXTERN = re.compile(r"\bextern_kernels\.(?P<op>\w+)\(")
+MATMUL_EXTERNS = ("mm", "addmm", "bmm", "baddbmm", "_mm_plus_mm", "convolution", "_int_mm", "_scaled_mm")
+# GEMM templates (max-autotune): triton_tem_fused_mm_0, cpp templates with "template" in the name
+_MATMUL_TEMPLATE = re.compile(r"_tem_|template")
+
+
+@dataclass
+class InductorCode:
+    """Inductor's generated code for one compiled graph set, and what it contains."""
+
+    source: str
+    kernels: list[str] = field(default_factory=list)  # launched, in order of the call
+    kernel_defs: list[str] = field(default_factory=list)  # distinct kernels compiled
+    extern_calls: list[str] = field(default_factory=list)  # e.g. ["mm", "mm"]
+    buffers: list[str] = field(default_factory=list)  # "buf0 (32, 128) float32"
+    reused: list[str] = field(default_factory=list)  # "buf1 ← buf0"
+    graphs: int = 1
+    device: str = "cpu"
+
+    @property
+    def kernel_count(self) -> int:
+        """Generated kernels launched per call (fused C++ on CPU, Triton on GPU)."""
+        return len(self.kernels)
+
+    @property
+    def matmuls(self) -> int:
+        """Matmul calls: library calls (extern_kernels.mm/addmm/bmm…) plus GEMM templates."""
+        templ = sum(1 for k in self.kernels if _MATMUL_TEMPLATE.search(k))
+        return sum(1 for op in self.extern_calls if op in MATMUL_EXTERNS) + templ
+
+    @property
+    def launches(self) -> int:
+        """Everything the wrapper launches: generated kernels plus library (extern) calls."""
+        return len(self.kernels) + len(self.extern_calls)
+
+    @property
+    def wrapper(self) -> str:
+        """The ``call`` function of the wrapper: the order of launches and allocations."""
+        return call_body(self.source)
+
+    def to_dict(self, with_source: bool = False) -> dict[str, Any]:
+        d = asdict(self)
+        if not with_source:
+            d.pop("source")
+        d.update(kernel_count=self.kernel_count, matmuls=self.matmuls, launches=self.launches)
+        return d
+
+
+def call_body(source: str) -> str:
+    """The body of the generated ``call(args)`` function(s): launches and buffers, in order."""
+    out: list[str] = []
+    for module in _split_modules(source):
+        lines = module.splitlines()
+        inside, indent = False, 0
+        for line in lines:
+            m = re.match(r"^(\s*)def call\(", line)
+            if m:
+                inside, indent = True, len(m.group(1))
+                continue
+            if inside:
+                if line.strip() and (len(line) - len(line.lstrip())) <= indent:
+                    inside = False
+                    continue
+                if line.strip():
+                    out.append(line[indent + 4:] if len(line) > indent + 4 else line.strip())
+    return "\n".join(out)
+
+
+_MODULE_SEP = "\n# ==== next generated module ====\n"
+
+
+def _split_modules(source: str) -> list[str]:
+    return source.split(_MODULE_SEP)
+
+
+def parse_inductor(source: str | Iterable[str], device: str = "cpu") -> InductorCode:
+    """Count kernels, extern calls and buffers in Inductor output code (one or more modules)."""
+    modules = [source] if isinstance(source, str) else list(source)
+    text = _MODULE_SEP.join(modules)
+    defs: list[str] = []
+    for module in modules:
+        defs += [m.group("name") for m in _KERNEL_DEF.finditer(module)]
+    body = call_body(text)
+    kernels: list[str] = []
+    names = set(defs)
+    for line in body.splitlines():
+        s = line.strip()
+        if s.startswith("#"):
+            continue
+        m = re.match(r"^(?P<name>[A-Za-z_]\w*)(?:\.run)?\(", s)
+        if m and m.group("name") in names:
+            kernels.append(m.group("name"))
+    extern = [m.group("op") for m in _EXTERN.finditer(body)]
+    buffers = []
+    for m in _ALLOC.finditer(body):
+        shape = re.match(r"\s*(\([^)]*\))", m.group("args"))
+        dt = re.search(r"torch\.(\w+)", m.group("args"))
+        buffers.append(f"{m.group('buf')} {shape.group(1) if shape else '?'} {dt.group(1) if dt else ''}".strip())
+    reused = [f"{m.group('new')} ← {m.group('old')}" for m in _REUSE.finditer(body)]
+    return InductorCode(source=text, kernels=kernels, kernel_defs=defs, extern_calls=extern, buffers=buffers,
+                        reused=reused, graphs=len(modules), device=device)
+
+
+def _fresh_copy(fn: Callable) -> Callable:
+    """The same function with a distinct code object: dynamo compiles it afresh (no reset)."""
+    code = fn.__code__.replace()
+    g = types.FunctionType(code, fn.__globals__, fn.__name__, fn.__defaults__, fn.__closure__)
+    g.__kwdefaults__ = getattr(fn, "__kwdefaults__", None)
+    return g
+
+
+def inductor_code(fn: Callable, *args: Any, mode: str | None = None, dynamic: bool | None = None,
+                  **kwargs: Any) -> InductorCode:
+    """Compile ``fn`` with torch.compile (Inductor), run it on ``args``, return its code.
+
+    Uses a fresh copy of ``fn`` so existing compiled wrappers stay warm. Raises DemoError when
+    nothing was generated (e.g. the function fell back to eager entirely).
+    """
+    torch = require_torch()
+    from unittest import mock
+
+    from torch._inductor.graph import GraphLowering
+
+    if not isinstance(fn, types.FunctionType):
+        raise DemoError(f"inductor_code needs a plain Python function, got {type(fn).__name__}")
+    codes: list[str] = []
+
+    def save(code: str, *_a: Any, **_k: Any) -> None:
+        if code not in codes:
+            codes.append(code)
+
+    opts: dict[str, Any] = {}
+    if mode:
+        opts["mode"] = mode
+    if dynamic is not None:
+        opts["dynamic"] = dynamic
+    with mock.patch.object(GraphLowering, "save_output_code", staticmethod(save)):
+        compiled = torch.compile(_fresh_copy(fn), **opts)
+        compiled(*args, **kwargs)
+    if not codes:
+        raise DemoError(f"torch.compile generated no code for {fn.__name__} (graph break or eager fallback)")
+    device = "cpu"
+    for a in args:
+        if hasattr(a, "device"):
+            device = a.device.type
+            break
+    return parse_inductor(codes, device=device)
+
+
+# ---------------------------------------------------------------------------------------
+# XLA
+# ---------------------------------------------------------------------------------------
+_HLO_INSTR = re.compile(
+    r"^\s*(?:ROOT\s+)?%?(?P<name>[\w.\-]+)\s*=\s*(?P<shape>\(?[\w\[\],{}:\s()#*]*?\)?)\s+(?P<op>[\w\-]+)\(",
+)
+_GEMM_CALL = re.compile(r'custom_call_target="(?P<t>[^"]*(?:gemm|matmul|cublas|onednn\$matmul|__onednn)[^"]*)"', re.I)
+
+
+@dataclass
+class XlaCode:
+    """jax.jit's view of a function: jaxpr, StableHLO, optimized HLO and what it contains."""
+
+    jaxpr: str
+    stablehlo: str
+    hlo: str
+    entry: str  # the ENTRY computation of the optimized HLO
+    fusions: list[str] = field(default_factory=list)  # "name kind=kLoop" in the entry computation
+    matmuls: int = 0  # dot + convolution + GEMM custom calls, anywhere in the module
+    transposes: list[str] = field(default_factory=list)  # instructions that move data to a new layout
+    entry_ops: list[str] = field(default_factory=list)  # opcodes of the entry computation (params excluded)
+    jaxpr_eqns: int = 0
+    jaxpr_matmuls: int = 0  # dot_general / conv equations as traced (before any optimisation)
+    stablehlo_ops: int = 0
+    stablehlo_matmuls: int = 0
+    memory: dict[str, int] | None = None
+    cost: dict[str, float] | None = None
+    backend: str = "cpu"
+
+    @property
+    def fusion_count(self) -> int:
+        return len(self.fusions)
+
+    @property
+    def kernel_count(self) -> int:
+        """Operations the entry computation executes (fusions, dots, copies…; not params)."""
+        return len(self.entry_ops)
+
+    @property
+    def temp_bytes(self) -> int | None:
+        return None if self.memory is None else self.memory.get("temp_size_in_bytes")
+
+    def to_dict(self, with_text: bool = False) -> dict[str, Any]:
+        d = asdict(self)
+        if not with_text:
+            for k in ("jaxpr", "stablehlo", "hlo"):
+                d.pop(k)
+        d.update(fusion_count=self.fusion_count, kernel_count=self.kernel_count)
+        return d
+
+
+_SKIP_OPS = {"parameter", "constant", "bitcast", "get-tuple-element", "tuple"}
+
+
+def _computations(hlo: str) -> dict[str, list[str]]:
+    """Computation name → instruction lines (name ``ENTRY`` for the entry computation)."""
+    comps: dict[str, list[str]] = {}
+    current: str | None = None
+    for line in hlo.splitlines():
+        m = re.match(r"^(ENTRY\s+)?%?(?P<name>[\w.\-]+)\s.*\{\s*$", line)
+        if m and not line.startswith(" ") and "=" not in line.split("(")[0]:
+            current = "ENTRY" if m.group(1) else m.group("name")
+            comps[current] = []
+            continue
+        if line.startswith("}"):
+            current = None
+            continue
+        if current is not None and line.strip():
+            comps[current].append(line.strip())
+    return comps
+
+
+def _opcode(line: str) -> str | None:
+    m = _HLO_INSTR.match(line)
+    if m:
+        return m.group("op")
+    # fallback: "name = shape opcode(" with complicated tuple shapes
+    m = re.search(r"=\s*.*?\}?\s+([a-z][\w\-]*)\(", line)
+    return m.group(1) if m else None
+
+
+def parse_hlo(text: str) -> dict[str, Any]:
+    """Counts in an optimized HLO module: fusions, matmuls, transposes, entry ops."""
+    comps = _computations(text)
+    entry = comps.get("ENTRY", [])
+    fusions, entry_ops, transposes = [], [], []
+    for line in entry:
+        op = _opcode(line)
+        if op is None or op in _SKIP_OPS:
+            continue
+        entry_ops.append(op)
+        name = line.replace("ROOT ", "").split("=")[0].strip().lstrip("%")
+        if op == "fusion":
+            kind = re.search(r"kind=(\w+)", line)
+            fusions.append(f"{name} {kind.group(0) if kind else ''}".strip())
+    matmuls = 0
+    for lines in comps.values():
+        for line in lines:
+            op = _opcode(line)
+            if op in ("dot", "convolution"):
+                matmuls += 1
+            elif op == "custom-call" and _GEMM_CALL.search(line):
+                matmuls += 1
+            if op == "transpose":
+                transposes.append(_shorten(line))
+    return {
+        "entry": "\n".join(entry),
+        "fusions": fusions,
+        "entry_ops": entry_ops,
+        "matmuls": matmuls,
+        "transposes": transposes,
+    }
+
+
+def _layout_or_empty(m: "re.Match[str]") -> str:
+    dims = [int(d) for d in m.group(1).split(",") if d]
+    return "" if dims == sorted(dims, reverse=True) else m.group(0)
+
+
+def _shorten(line: str, width: int = 140) -> str:
+    line = re.sub(r",?\s*metadata=\{[^}]*\}", "", line)
+    line = re.sub(r",?\s*backend_config=\{.*\}$", "", line)
+    line = re.sub(r",?\s*operand_precision=\{[^}]*\}", "", line)
+    line = re.sub(r",?\s*(?:calls|kind)=[%\w.\-]+", "", line)
+    line = re.sub(r"(?<=\])\{([\d,]+)\}", _layout_or_empty, line)  # drop default row-major layouts
+    return line if len(line) <= width else line[: width - 1] + "…"
+
+
+def _memory_dict(compiled: Any) -> dict[str, int] | None:
+    try:
+        m = compiled.memory_analysis()
+    except Exception:
+        return None
+    if m is None:
+        return None
+    keys = ("argument_size_in_bytes", "output_size_in_bytes", "alias_size_in_bytes", "temp_size_in_bytes",
+            "generated_code_size_in_bytes")
+    out = {k: int(getattr(m, k)) for k in keys if hasattr(m, k)}
+    return out or None
+
+
+def _cost_dict(compiled: Any) -> dict[str, float] | None:
+    try:
+        c = compiled.cost_analysis()
+    except Exception:
+        return None
+    if isinstance(c, (list, tuple)):
+        c = c[0] if c else None
+    if not c:
+        return None
+    keep = ("flops", "transcendentals", "bytes accessed", "optimal_seconds")
+    return {k: float(c[k]) for k in keep if k in c}
+
+
+def xla_code(fn: Callable, *args: Any, static_argnums: tuple[int, ...] = ()) -> XlaCode:
+    """Lower and compile ``jax.jit(fn)`` for ``args`` (nothing runs) and describe the result."""
+    jax = require_jax()
+    jitted = jax.jit(fn, static_argnums=static_argnums)
+    lowered = jitted.lower(*args)
+    compiled = lowered.compile()
+    hlo = compiled.as_text() or ""
+    stablehlo = lowered.as_text()
+    try:
+        jaxpr = jax.make_jaxpr(fn, static_argnums=static_argnums)(*args)
+        jaxpr_text, eqns = str(jaxpr), len(jaxpr.jaxpr.eqns)
+        jaxpr_mm = sum(1 for e in jaxpr.jaxpr.eqns if e.primitive.name in ("dot_general", "conv_general_dilated"))
+    except Exception:
+        jaxpr_text, eqns, jaxpr_mm = "", 0, 0
+    parsed = parse_hlo(hlo)
+    shlo_ops = len(re.findall(r"=\s*stablehlo\.\w+", stablehlo))
+    shlo_mm = len(re.findall(r"=\s*stablehlo\.(?:dot_general|dot|convolution)\b", stablehlo))
+    try:
+        backend = jax.default_backend()
+    except Exception:
+        backend = "cpu"
+    return XlaCode(jaxpr=jaxpr_text, stablehlo=stablehlo, hlo=hlo, entry=parsed["entry"],
+                   fusions=parsed["fusions"], matmuls=parsed["matmuls"], transposes=parsed["transposes"],
+                   entry_ops=parsed["entry_ops"], jaxpr_eqns=eqns, jaxpr_matmuls=jaxpr_mm,
+                   stablehlo_ops=shlo_ops, stablehlo_matmuls=shlo_mm,
+                   memory=_memory_dict(compiled), cost=_cost_dict(compiled), backend=backend)
+
+
+# ---------------------------------------------------------------------------------------
+# Seed workloads, cached
+# ---------------------------------------------------------------------------------------
+_CACHE: dict[tuple, Any] = {}
+
+
+def clear_cache() -> None:
+    _CACHE.clear()
+
+
+def _key(kind: str, workload: str, params: dict | None, dtype: str, device: str | None, extra: Any = None):
+    from .devices import torch_device
+    from .workloads import get
+
+    device = device or torch_device()
+    w = get(workload)
+    p = w.resolve(params, "cpu" if device == "cpu" else "gpu")
+    return (kind, w.name, tuple(sorted(p.items())), dtype, device, extra), w, p, device
+
+
+def workload_inductor_code(workload: str, params: dict | None = None, dtype: str = "float32",
+                           device: str | None = None, mode: str | None = None,
+                           dynamic: bool | None = False) -> InductorCode:
+    """Inductor's code for a seed workload at these sizes (cached).
+
+    ``dynamic=False`` (default) asks for code specialised to these sizes, so the text shows
+    real shapes; pass None to let torch.compile decide as the live wrappers do."""
+    from .workloads import prepare
+
+    key, w, p, device = _key("inductor", workload, params, dtype, device, (mode, dynamic))
+    if key not in _CACHE:
+        prep = prepare(w, "torch_eager", p, dtype, device)
+        _CACHE[key] = inductor_code(w.torch_fn, *prep.args, mode=mode, dynamic=dynamic)
+    return _CACHE[key]
+
+
+def workload_xla_code(workload: str, params: dict | None = None, dtype: str = "float32",
+                      device: str | None = None) -> XlaCode:
+    """XLA's code for a seed workload at these sizes (cached; lowering only, nothing runs)."""
+    from .workloads import prepare
+
+    key, w, p, device = _key("xla", workload, params, dtype, device)
+    if key not in _CACHE:
+        prep = prepare(w, "jax_eager", p, dtype, device)
+        _CACHE[key] = xla_code(w.jax_fn, *prep.args)
+    return _CACHE[key]
+
+
+# ---------------------------------------------------------------------------------------
+# Showing code on a slide
+# ---------------------------------------------------------------------------------------
+def excerpt(text: str, patterns: Iterable[str], max_lines: int = 8, width: int = 110,
+            context: int = 0) -> list[str]:
+    """The lines of ``text`` matching any regex in ``patterns`` (metadata stripped, shortened)."""
+    pats = [re.compile(p) for p in patterns]
+    lines = text.splitlines()
+    keep: list[int] = []
+    for i, line in enumerate(lines):
+        if any(p.search(line) for p in pats):
+            for j in range(max(0, i - context), min(len(lines), i + context + 1)):
+                if j not in keep:
+                    keep.append(j)
+    out = [_shorten(lines[i].strip(), width) for i in keep]
+    return out[:max_lines]
+

@@ -1,0 +1,641 @@
+"""Part 1 — Eager mode: an interpreter, asynchronous dispatch and launch overhead.
+
+Three live cells, each split into ``measure_*`` (JSON-able data) and a pure ``figure_*``:
+
+``timeline()``   profile eager ``complex_activation`` and draw host lane above device lane
+                 (:mod:`demos.profiling`), kernel count in the title.
+``sync_trap()``  time the same call with the clock stopped when the call returns and again
+                 after synchronising, in torch and in JAX, side by side, with the ratio.
+``regimes()``    log-log sweep of latency vs N for one pointwise op and for eager
+                 ``complex_activation``, with two reference lines measured on this machine:
+                 the per-call overhead floor and bytes ÷ measured copy bandwidth.
+
+``record(rec)`` stores the default measurements in ``rec.sections["eager"]``; when a recorded
+run with that section exists (``results.reference()``) every figure shows it beside the live
+numbers; ``ui.recorded_only()`` draws the recorded run without measuring.
+"""
+from __future__ import annotations
+
+import contextlib
+import math
+import statistics
+import time
+from typing import Any, Callable
+
+from . import plots, profiling, ui
+from .devices import check_dtype, device_kind, require_torch, set_threads, torch_device
+from .errors import DemoError, one_line
+from .timing import Timing, fmt_seconds, measure, quantile, sync_for
+from .workloads import ITEMSIZE, get as get_workload, prepare
+
+SECTION = "eager"
+DTYPES = ("float32", "bfloat16")
+
+# -- sizes that fit the device ---------------------------------------------------------
+# seed: N = 20·2^20 on a GPU. On a CPU 2^15 stays under torch's parallel grain size (32768):
+# each op runs on the calling thread, and the dispatch gaps between ops are visible.
+TIMELINE_N = {"cpu": 2**15, "gpu": 2**24}
+TIMELINE_EXP = {"cpu": (10, 24), "gpu": (10, 26)}
+TRAP_WORKLOADS = ("two_matmuls", "complex_activation")
+# the trap's sizes: the seed's on a GPU (workload defaults); on a CPU small enough that a
+# redraw (2 backends × several calls) answers within half a second
+# (torch is measured first: on a CPU, XLA's worker threads keep spinning for a moment after a
+# JAX call and slow whatever runs next on a 2-core machine)
+TRAP_PARAMS = {"cpu": {"two_matmuls": {"B": 64, "D": 256, "H": 512}, "complex_activation": {"N": 2**15}},
+               "gpu": {}}
+SWEEP_EXP = {"cpu": (2, 25), "gpu": (2, 28)}  # slider bounds (log2 N)
+SWEEP_DEFAULT = {"cpu": (4, 24), "gpu": (4, 28)}
+SWEEP_QUICK = (4, 16)
+COPY_BYTES = {"cpu": 64 * 2**20, "gpu": 1024 * 2**20}  # per buffer, well beyond the caches
+# a pointwise op and how many passes over N elements it makes (reads + writes)
+OPS: dict[str, int] = {"add": 3, "mul": 3, "sin": 2, "relu": 2}
+CA_PASSES = 15  # eager complex_activation: sin 2, cos 2, mul 3, add 3, mul 3, relu 2
+
+
+def _kind(device: str | None = None) -> str:
+    return "cpu" if (device or torch_device()) == "cpu" else "gpu"
+
+
+def _exp_label(n: int) -> str:
+    k = math.log2(n)
+    return f"2^{int(k)}" if k.is_integer() else f"{n:,}"
+
+
+def _stamp_fig(fig, data: dict, reference: dict | None = None) -> None:
+    plots.stamp(fig, data.get("stamp", ""), where="Measured on" if not data.get("recorded") else "Recorded on")
+    if reference is not None:
+        fig.text(0.005, 0.028, f"Recorded on: {reference.get('stamp', '?')}", fontsize=9, color="#555555",
+                 ha="left", va="bottom")
+        try:
+            fig.get_layout_engine().set(rect=(0, 0.07, 1, 0.93))
+        except Exception:
+            pass
+
+
+def _no_minor_ticks(ax) -> None:
+    """Log axes draw dozens of minor ticks; laying them out costs a redraw ~0.1 s."""
+    from matplotlib.ticker import NullLocator
+
+    ax.yaxis.set_minor_locator(NullLocator())
+    ax.xaxis.set_minor_locator(NullLocator())
+
+
+# -- recorded runs ---------------------------------------------------------------------
+def recorded(key: str, reference=None) -> dict | None:
+    """The recorded data for one figure (``timeline``, ``sync_trap``, ``regimes``), stamped
+    with its machine and date, from ``reference`` (a Record) or ``results.reference()``."""
+    if reference is None:
+        from .results import reference as find_reference
+
+        try:
+            reference = find_reference()
+        except Exception:
+            return None
+    if reference is None:
+        return None
+    section = reference.sections.get(SECTION) or {}
+    data = section.get(key)
+    if not data:
+        return None
+    data = dict(data)
+    data["recorded"] = True
+    data["stamp"] = plots.machine_stamp(reference.machine, data.get("extra", ""), reference.created)
+    data["machine_short"] = _short_machine(reference.machine)
+    return data
+
+
+def _short_machine(machine: dict) -> str:
+    name = machine.get("gpu_name") or machine.get("device_name") or "recorded"
+    name = name.replace("NVIDIA ", "").replace("CPU: ", "")
+    return name.split("(")[0].strip()[:28]
+
+
+def _recorded_or_none(key: str, match: Callable[[dict], bool] | None = None) -> dict | None:
+    data = recorded(key)
+    if data is not None and match is not None and not match(data):
+        return None
+    return data
+
+
+# =======================================================================================
+# 1. Timeline
+# =======================================================================================
+def measure_timeline(N: int | None = None, dtype: str = "float32", passes: int = 3) -> dict[str, Any]:
+    """Profile one eager call of complex_activation: host and device lanes plus counts."""
+    N = int(N or TIMELINE_N[_kind()])
+    p = prepare("complex_activation", "torch_eager", {"N": N}, dtype)
+    run = profiling.profile_run(p, label="torch eager", passes=passes)
+    extra = f"complex_activation, N={_exp_label(N)}, {dtype}, eager"
+    run.update(extra=extra, stamp=plots.live_stamp(extra), N=N, dtype=dtype)
+    return run
+
+
+def figure_timeline(data: dict, reference: dict | None = None):
+    runs = [data]
+    name = "recorded" if data.get("recorded") else "live"
+    titles = [f"eager ({data.get('machine_short', name)})" if data.get("recorded") else "eager (here)"]
+    if reference is not None:
+        runs.append(reference)
+        titles.append(reference.get("machine_short", "recorded"))
+    c = data["counts"]
+    what = "GPU kernels" if data.get("device_lane") == "cuda" else "ops, each run by the host"
+    title = (f"Eager complex_activation, N={_exp_label(data.get('N', 0))}: {c['ops']} aten ops issued → "
+             f"{c['kernels']} {what}")
+    if reference is not None:
+        title += f"  (recorded: {reference['counts']['kernels']})"
+    fig = profiling.timeline_figure(runs, titles, title=title)
+    _stamp_fig(fig, data, reference)
+    return fig
+
+
+def _render_timeline(values: dict, progress: ui.Progress):
+    if ui.recorded_only():
+        data = recorded("timeline")
+        if data is not None:
+            return figure_timeline(data)
+    data = measure_timeline(values["N"], values["dtype"])
+    return figure_timeline(data, _recorded_or_none("timeline"))
+
+
+def timeline(show: bool = True):
+    """Live cell: eager complex_activation as host and device lanes (N, dtype)."""
+    kind = device_kind()
+    lo, hi = TIMELINE_EXP[kind]
+    panel = ui.Panel(
+        "Eager timeline",
+        {"N": ui.pow2_slider("N", lo, hi, TIMELINE_N[kind]), "dtype": ui.dtype_choice("float32", DTYPES)},
+        _render_timeline,
+    )
+    return panel.show() if show else panel
+
+
+# =======================================================================================
+# 2. The timing trap
+# =======================================================================================
+def paired_timing(fn: Callable[[], Any], sync: Callable[[Any], None], *, budget_s: float = 0.05,
+                  min_samples: int = 7, max_samples: int = 300, warmup: int = 1) -> tuple[Timing, Timing]:
+    """Time the same calls twice: clock stopped when ``fn()`` returns, and after ``sync(out)``.
+
+    Each sample is one call; it is synchronised before the next one starts, so no queue
+    builds up and both numbers describe the same calls. At least 3 samples, ``min_samples``
+    unless calls are so slow that would take over 3× the budget. Returns (returned, synchronised).
+    """
+    for _ in range(max(warmup, 0)):
+        sync(fn())
+    clock = time.perf_counter
+    ret: list[float] = []
+    done: list[float] = []
+    start = clock()
+    deadline = start + budget_s
+
+    def more() -> bool:
+        n, now = len(ret), clock()
+        if n >= max_samples:
+            return False
+        if n < 3:
+            return True
+        if n < min_samples:  # slow calls: stop at 3 samples rather than overrun the budget 3×
+            return now < start + 3 * budget_s
+        return now < deadline
+
+    while more():
+        t0 = clock()
+        out = fn()
+        t1 = clock()
+        sync(out)
+        t2 = clock()
+        ret.append(t1 - t0)
+        done.append(t2 - t0)
+        del out
+
+    def timing(xs: list[float]) -> Timing:
+        return Timing(statistics.median(xs), quantile(xs, 0.1), quantile(xs, 0.9), len(xs), 1, xs)
+
+    return timing(ret), timing(done)
+
+
+def measure_sync_trap(workload: str = "two_matmuls", dtype: str = "float32", budget_s: float = 0.05,
+                      backends: tuple[str, ...] = ("torch_eager", "jax_jit")) -> dict[str, Any]:
+    """Same call timed without and with synchronisation, in torch and in JAX."""
+    if workload not in TRAP_WORKLOADS:
+        raise DemoError(f"the timing trap uses {' or '.join(TRAP_WORKLOADS)}, not {workload!r}")
+    w = get_workload(workload)
+    kind = _kind()
+    params = w.resolve(TRAP_PARAMS[kind].get(workload), kind)
+    rows: dict[str, Any] = {}
+    for backend in backends:
+        try:
+            p = prepare(workload, backend, params, dtype)
+            t_ret, t_sync = paired_timing(p.fn, p.sync, budget_s=budget_s, min_samples=5)
+            rows[backend] = {
+                "returned": t_ret.to_dict(),
+                "synced": t_sync.to_dict(),
+                "ratio": t_sync.median / max(t_ret.median, 1e-12),
+            }
+        except DemoError as exc:
+            rows[backend] = {"error": str(exc)}
+    if all("error" in r for r in rows.values()):
+        raise DemoError("; ".join(r["error"] for r in rows.values()))
+    extra = f"{workload} ({w.describe(params)}), {dtype}"
+    return {"workload": workload, "params": params, "dtype": dtype, "device": torch_device(), "rows": rows,
+            "extra": extra, "stamp": plots.live_stamp(extra)}
+
+
+def _trap_axes(ax, data: dict, title: str) -> None:
+    import numpy as np
+
+    names = [b for b in data["rows"] if "error" not in data["rows"][b]]
+    x = np.arange(len(names))
+    wdt = 0.38
+    top = 0.0
+    bottom = 0.0
+    for i, b in enumerate(names):
+        r = data["rows"][b]
+        ret, syn = r["returned"]["median"], r["synced"]["median"]
+        col = plots.color(b)
+        ax.bar(i - wdt / 2, ret * 1e6, wdt, color=col, alpha=0.35, hatch="//", edgecolor=col,
+               label="clock stopped when the call returns" if i == 0 else None)
+        ax.bar(i + wdt / 2, syn * 1e6, wdt, color=col,
+               label="clock stopped after synchronising" if i == 0 else None)
+        for xx, v, rr in ((i - wdt / 2, ret, r["returned"]), (i + wdt / 2, syn, r["synced"])):
+            ax.errorbar(xx, v * 1e6, yerr=[[max(v - rr["p10"], 0) * 1e6], [max(rr["p90"] - v, 0) * 1e6]],
+                        color="#333333", capsize=3, lw=1)
+            ax.text(xx, v * 1e6 * 1.15, fmt_seconds(v), ha="center", va="bottom", fontsize=11,
+                    bbox=dict(facecolor="white", alpha=0.8, edgecolor="none", pad=1))
+        top = max(top, r["synced"]["p90"], r["returned"]["p90"])
+        bottom = min(bottom, r["returned"]["p10"]) if bottom else r["returned"]["p10"]
+    ax.set_xticks(x)
+    ax.set_xticklabels([f"{plots.label(b)}\n×{data['rows'][b]['ratio']:.1f} hidden"
+                        if data["rows"][b]["ratio"] >= 1.5 else f"{plots.label(b)}\n×{data['rows'][b]['ratio']:.2f}"
+                        for b in names])
+    ax.set_yscale("log")
+    _no_minor_ticks(ax)
+    if top and bottom:
+        ax.set_ylim(bottom * 1e6 / 2.5, top * 1e6 * 40)  # headroom for the legend
+    ax.set_ylabel("µs per call (log; median, p10–p90)")
+    ax.set_title(title, fontsize=12)
+    ax.grid(axis="x", visible=False)
+    errors = [f"{plots.label(b)}: {r['error']}" for b, r in data["rows"].items() if "error" in r]
+    if errors:
+        ax.text(0.5, 0.95, "\n".join(errors)[:160], transform=ax.transAxes, ha="center", va="top",
+                fontsize=10, color="#b00020")
+
+
+def figure_sync_trap(data: dict, reference: dict | None = None):
+    panels = [data] + ([reference] if reference is not None else [])
+    fig, axes = plots.figure(1, len(panels))
+    axes = [axes] if len(panels) == 1 else list(axes)
+    for ax, d in zip(axes, panels):
+        where = d.get("machine_short", "recorded") if d.get("recorded") else "here"
+        _trap_axes(ax, d, f"{d['workload']} · {d['dtype']} · {where}")
+    axes[0].legend(loc="upper right", fontsize=10)
+    parts = []
+    for b, r in data["rows"].items():
+        if "error" not in r:
+            parts.append(f"{plots.label(b)} ×{r['ratio']:.1f}")
+    fig.suptitle("The timing trap: the same call, two clocks — synchronised ÷ unsynchronised: "
+                 + ", ".join(parts), fontsize=14)
+    _stamp_fig(fig, data, reference)
+    return fig
+
+
+def _render_trap(values: dict, progress: ui.Progress):
+    match = lambda d: d.get("workload") == values["workload"] and d.get("dtype") == values["dtype"]  # noqa: E731
+    if ui.recorded_only():
+        data = _recorded_or_none("sync_trap", match)
+        if data is not None:
+            return figure_sync_trap(data)
+    data = measure_sync_trap(values["workload"], values["dtype"])
+    return figure_sync_trap(data, _recorded_or_none("sync_trap", match))
+
+
+def sync_trap(show: bool = True):
+    """Live cell: timing with and without synchronisation, torch and JAX side by side."""
+    panel = ui.Panel(
+        "The timing trap",
+        {"workload": ui.choice("workload", list(TRAP_WORKLOADS), "two_matmuls"),
+         "dtype": ui.dtype_choice("float32", DTYPES)},
+        _render_trap,
+    )
+    return panel.show() if show else panel
+
+
+# =======================================================================================
+# 3. Regimes: overhead floor → bandwidth
+# =======================================================================================
+_CONSTANTS: dict[tuple, dict] = {}
+_POINTS: dict[tuple, dict] = {}
+_TENSORS: dict[tuple, Any] = {}
+
+
+def _op_fn(op: str) -> Callable:
+    torch = require_torch()
+    return {"add": torch.add, "mul": torch.mul, "sin": lambda x, y: torch.sin(x),
+            "relu": lambda x, y: torch.relu(x)}[op]
+
+
+def _pair(N: int, dtype: str, device: str):
+    key = (N, dtype, device)
+    if key not in _TENSORS:
+        torch = require_torch()
+        while len(_TENSORS) >= 2:
+            _TENSORS.pop(next(iter(_TENSORS)))
+        g = torch.Generator().manual_seed(0)
+        tdt = getattr(torch, dtype)
+        _TENSORS[key] = tuple(torch.randn(N, generator=g).to(device=device, dtype=tdt) for _ in range(2))
+    return _TENSORS[key]
+
+
+def _timing_dict(t: Timing) -> dict[str, float]:
+    return {"median": t.median, "p10": t.p10, "p90": t.p90, "n": t.n}
+
+
+@contextlib.contextmanager
+def torch_threads(n: int | None):
+    """Run the block with ``n`` torch intra-op threads (None: the deck's setting), then restore."""
+    torch = require_torch()
+    deck = set_threads()
+    want = int(n) if n else deck
+    torch.set_num_threads(want)
+    try:
+        yield want
+    finally:
+        torch.set_num_threads(deck)
+
+
+def machine_constants(dtype: str = "float32", refresh: bool = False, threads: int | None = None) -> dict[str, Any]:
+    """Measured here, once per device, dtype and thread count: each op's latency at N=1 (the
+    overhead floor), eager complex_activation's at N=1, and copy bandwidth (bytes read +
+    written ÷ s)."""
+    device = torch_device()
+    key = (device, dtype, threads)
+    if key in _CONSTANTS and not refresh:
+        return _CONSTANTS[key]
+    check_dtype(dtype, device)
+    with torch_threads(threads):
+        _CONSTANTS[key] = _measure_constants(dtype, device)
+    return _CONSTANTS[key]
+
+
+def _measure_constants(dtype: str, device: str) -> dict[str, Any]:
+    torch = require_torch()
+    sync = sync_for("torch_eager", device)
+    floors = {}
+    x1, y1 = _pair(1, dtype, device)
+    for op in OPS:
+        f = _op_fn(op)
+        floors[op] = measure(lambda: f(x1, y1), sync, budget_s=0.03, min_sample_s=0.0).median
+    ca = get_workload("complex_activation").torch_fn
+    floor_ca = measure(lambda: ca(x1, y1), sync, budget_s=0.03, min_sample_s=0.0).median
+    n = COPY_BYTES[_kind(device)] // ITEMSIZE[dtype]
+    src = torch.empty(n, device=device, dtype=getattr(torch, dtype)).fill_(1.0)
+    dst = torch.empty_like(src).fill_(0.0)
+    t = measure(lambda: dst.copy_(src), sync, budget_s=0.15, min_samples=5)
+    bw = 2 * n * ITEMSIZE[dtype] / t.median
+    del src, dst
+    return {"floor_s": floors, "floor_ca_s": floor_ca, "bandwidth_Bps": bw, "copy_elems": n,
+            "device": device, "dtype": dtype}
+
+
+def _point(op: str, N: int, dtype: str, budget_s: float, refresh: bool = False, threads: int | None = None) -> dict:
+    device = torch_device()
+    key = (device, dtype, op, N, threads)
+    if key in _POINTS and not refresh:
+        return _POINTS[key]
+    sync = sync_for("torch_eager", device)
+    if op == "complex_activation":
+        p = prepare("complex_activation", "torch_eager", {"N": N}, dtype)
+        fn = p.fn
+    else:
+        f = _op_fn(op)
+        x, y = _pair(N, dtype, device)
+        fn = lambda: f(x, y)  # noqa: E731
+    with torch_threads(threads):
+        t = measure(fn, sync, budget_s=budget_s, min_samples=3)
+    _POINTS[key] = _timing_dict(t)
+    return _POINTS[key]
+
+
+def sweep_sizes(lo: int, hi: int) -> list[int]:
+    """Powers of two from 2^lo to 2^hi, every second one when the range is wide."""
+    if lo > hi:
+        lo, hi = hi, lo
+    step = 1 if hi - lo <= 12 else 2
+    exps = list(range(lo, hi + 1, step))
+    if exps[-1] != hi:
+        exps.append(hi)
+    return [2**k for k in exps]
+
+
+def crossover(floor_s: float, bandwidth_Bps: float, bytes_per_elem: float) -> float:
+    """N where the bandwidth time (N · bytes/elem ÷ bandwidth) reaches the overhead floor."""
+    return floor_s * bandwidth_Bps / bytes_per_elem
+
+
+def measured_crossover(Ns: list[int], seconds: list[float], floor_s: float, factor: float = 2.0) -> int | None:
+    """Smallest measured N whose latency is ``factor`` × the floor (None if none is)."""
+    for n, s in zip(Ns, seconds):
+        if s >= factor * floor_s:
+            return n
+    return None
+
+
+def measure_regimes(op: str = "add", lo: int | None = None, hi: int | None = None, dtype: str = "float32",
+                    budget_s: float = 0.03, progress: ui.Progress | None = None,
+                    refresh: bool = False, with_activation: bool = True,
+                    threads: int | None = None) -> dict[str, Any]:
+    """Latency vs N for ``op`` and for eager complex_activation (unless ``with_activation`` is
+    False), with the two reference lines."""
+    if op not in OPS:
+        raise DemoError(f"unknown op {op!r}; valid: {', '.join(OPS)}")
+    kind = _kind()
+    dlo, dhi = SWEEP_DEFAULT[kind]
+    lo = dlo if lo is None else int(lo)
+    hi = dhi if hi is None else int(hi)
+    blo, bhi = SWEEP_EXP[kind]
+    if not (blo <= lo <= bhi and blo <= hi <= bhi):
+        raise DemoError(f"sweep range 2^{lo}…2^{hi} is outside 2^{blo}…2^{bhi} on this device")
+    Ns = sweep_sizes(lo, hi)
+    get_workload("complex_activation").resolve({"N": max(Ns)})  # refuses sizes above the workload limit
+    progress = progress or (lambda f, m="": None)
+    progress(0.0, "measuring the overhead floor and copy bandwidth…")
+    if _kind() != "cpu":
+        threads = None  # intra-op threads only matter on a CPU
+    const = machine_constants(dtype, refresh=refresh, threads=threads)
+    names = (op, "complex_activation") if with_activation else (op,)
+    series: dict[str, list] = {name: [] for name in names}
+    total = len(names) * len(Ns)
+    done = 0
+    for name in names:
+        for N in Ns:
+            progress(done / total, f"{name} at N={_exp_label(N)}…")
+            series[name].append(_point(name, N, dtype, budget_s, refresh, threads))
+            done += 1
+    progress(1.0, "drawing…")
+    isz = ITEMSIZE[dtype]
+    bpe = {op: OPS[op] * isz, "complex_activation": CA_PASSES * isz}
+    floors = {op: const["floor_s"][op], "complex_activation": const["floor_ca_s"]}
+    bw = const["bandwidth_Bps"]
+    extra = f"{op}+complex_activation, N=2^{lo}…2^{hi}, {dtype}"
+    if threads:
+        extra += f", {threads} thread{'s' * (threads != 1)}"
+    return {
+        "op": op, "dtype": dtype, "device": torch_device(), "lo": lo, "hi": hi, "Ns": Ns, "threads": threads,
+        "series": series, "floors_s": floors, "bandwidth_Bps": bw, "bytes_per_elem": bpe,
+        "crossover": {k: crossover(floors[k], bw, bpe[k]) for k in bpe},
+        "measured_crossover": {k: measured_crossover(Ns, [p["median"] for p in series[k]], floors[k])
+                               for k in series},
+        "extra": extra, "stamp": plots.live_stamp(extra),
+    }
+
+
+def regime_at(data: dict, name: str, N: int) -> str:
+    """Which regime the measured point at N is in (vs the floor and the copy-bandwidth line)."""
+    i = data["Ns"].index(N)
+    t = data["series"][name][i]["median"]
+    floor = data["floors_s"][name]
+    bw_t = N * data["bytes_per_elem"][name] / data["bandwidth_Bps"]
+    if t < 2 * floor:
+        return "overhead-bound"
+    if t <= 2.5 * max(bw_t, floor):
+        return "bandwidth-bound"
+    return "slower than copy: compute or allocation"
+
+
+def effective_bandwidth(data: dict, name: str, N: int | None = None) -> float:
+    """Bytes the eager form moves at N ÷ measured seconds (B/s)."""
+    N = N or data["Ns"][-1]
+    t = data["series"][name][data["Ns"].index(N)]["median"]
+    return N * data["bytes_per_elem"][name] / t
+
+
+def figure_regimes(data: dict, reference: dict | None = None):
+    import numpy as np
+
+    fig, ax = plots.figure()
+    op = data["op"]
+    Ns = np.array(data["Ns"], dtype=float)
+    colors = {op: plots.PALETTE["torch_compile"], "complex_activation": plots.PALETTE["torch_eager"]}
+    labels = {op: f"one op: {op}", "complex_activation": "eager complex_activation (6 ops)"}
+    bw = data["bandwidth_Bps"]
+    grid = np.geomspace(Ns.min(), Ns.max(), 200)
+    for name in data["series"]:
+        pts = data["series"][name]
+        med = np.array([p["median"] for p in pts]) * 1e6
+        lo = np.array([p["p10"] for p in pts]) * 1e6
+        hi = np.array([p["p90"] for p in pts]) * 1e6
+        ax.fill_between(Ns, lo, hi, color=colors[name], alpha=0.15, lw=0)
+        ax.plot(Ns, med, "o-", color=colors[name], label=labels[name], lw=2, ms=5)
+        floor = data["floors_s"][name] * 1e6
+        model = np.maximum(floor, grid * data["bytes_per_elem"][name] / bw * 1e6)
+        ax.plot(grid, model, "--", color=colors[name], lw=1.3, alpha=0.9)
+    # reference-line labels (once)
+    ax.plot([], [], "--", color="#555555", label=f"model: max(floor at N=1, bytes ÷ {bw / 1e9:.0f} GB/s copy)")
+    n_star = data["crossover"][op]
+    if Ns.min() <= n_star <= Ns.max():
+        ax.axvline(n_star, color=plots.PALETTE["accent"], lw=1.5, ls=":")
+        ax.text(n_star, 0.45, f" model crossover\n N ≈ 2^{math.log2(n_star):.1f}", color="#8a5a00", fontsize=11,
+                va="center", transform=ax.get_xaxis_transform())
+    if reference is not None and reference.get("series"):
+        rop = reference["op"]
+        for name, ls in ((rop, ":"), ("complex_activation", "-.")):
+            pts = reference["series"].get(name)
+            if pts:
+                ax.plot(reference["Ns"], [p["median"] * 1e6 for p in pts], ls, color=plots.PALETTE["reference"],
+                        lw=1.6, label=f"recorded {reference.get('machine_short', '')}: {name}")
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    _no_minor_ticks(ax)
+    ax.set_xlabel("N (elements)")
+    ax.set_ylabel("µs per call (median)")
+    mc = data["measured_crossover"].get(op)
+    if mc:
+        i = data["Ns"].index(mc)
+        ax.plot([mc], [data["series"][op][i]["median"] * 1e6], "s", ms=11, mfc="none", mec=plots.PALETTE["accent"],
+                mew=2, label=f"{op} leaves its floor (2× floor) at N = {_exp_label(mc)}")
+    where = data.get("machine_short", "recorded") if data.get("recorded") else "here"
+    ax.set_title(f"{op}: flat at {fmt_seconds(data['floors_s'][op])} (overhead), then ∝ N (bandwidth); "
+                 f"model crossover N ≈ 2^{math.log2(n_star):.1f} — {where}", fontsize=13)
+    lines = [f"at N={_exp_label(data['Ns'][-1])} (copy here: {bw / 1e9:.1f} GB/s):"]
+    for name in data["series"]:
+        eff = effective_bandwidth(data, name)
+        lines.append(f"  {name}: {eff / 1e9:.1f} GB/s effective, {regime_at(data, name, data['Ns'][-1])}")
+    ax.text(0.01, 0.98, "\n".join(lines), transform=ax.transAxes, ha="left", va="top", fontsize=10,
+            bbox=dict(facecolor="white", alpha=0.85, edgecolor="none"), color="#333333")
+    ax.legend(loc="lower right", fontsize=10, framealpha=0.9)
+    _stamp_fig(fig, data, reference)
+    return fig
+
+
+def _render_regimes(values: dict, progress: ui.Progress):
+    lo, hi = values["N range"]
+    lo, hi = int(math.log2(lo)), int(math.log2(hi))
+    if ui.recorded_only():
+        data = recorded("regimes")
+        if data is not None:
+            return figure_regimes(data)
+    data = measure_regimes(values["op"], lo, hi, values["dtype"], progress=progress,
+                           threads=values.get("threads"))
+    return figure_regimes(data, _recorded_or_none("regimes", lambda d: d.get("dtype") == values["dtype"]))
+
+
+def regimes(show: bool = True):
+    """Live cell (Run button): latency vs N, overhead floor → bandwidth, crossover marked."""
+    import ipywidgets as widgets
+
+    kind = device_kind()
+    blo, bhi = SWEEP_EXP[kind]
+    dlo, dhi = SWEEP_DEFAULT[kind]
+    options = [(f"2^{k}", 2**k) for k in range(blo, bhi + 1)]
+    rng = widgets.SelectionRangeSlider(options=options, index=(dlo - blo, dhi - blo), description="N range",
+                                       continuous_update=False, style={"description_width": "initial"},
+                                       layout=widgets.Layout(width="420px"))
+    controls = {"op": ui.choice("op", list(OPS), "add"), "N range": rng,
+                "dtype": ui.dtype_choice("float32", DTYPES)}
+    if kind == "cpu":
+        # one intra-op thread by default: the sweep is about dispatch vs memory traffic, and on a
+        # busy machine waking a second thread per op can cost milliseconds (try "all")
+        n = set_threads()
+        controls["threads"] = ui.choice("torch threads", [("1", 1), (f"all ({n})", n)], 1)
+    panel = ui.Panel(
+        "Regimes",
+        controls,
+        _render_regimes,
+        run_button=True,
+    )
+    return panel.show() if show else panel
+
+
+# =======================================================================================
+# Hooks: panels for the UI benchmark, record, warm
+# =======================================================================================
+def panels() -> dict[str, Callable[[], ui.Panel]]:
+    return {
+        "timeline": lambda: timeline(show=False),
+        "sync_trap": lambda: sync_trap(show=False),
+        "regimes": lambda: regimes(show=False),
+    }
+
+
+def record(rec, quick: bool = False) -> None:
+    """Store this part's default measurements in ``rec.sections['eager']``."""
+    section: dict[str, Any] = {}
+    section["timeline"] = measure_timeline(2**16 if quick else None)
+    section["sync_trap"] = measure_sync_trap("two_matmuls")
+    lo, hi = SWEEP_QUICK if quick else SWEEP_DEFAULT[_kind()]
+    section["regimes"] = measure_regimes("add", lo, hi)
+    for d in section.values():
+        d.pop("stamp", None)  # the record's machine and date stamp it when drawn
+    rec.sections[SECTION] = section
+
+
+def warm() -> None:
+    """Initialise the profiler and compile every jax.jit the live cells use at default sizes."""
+    measure_timeline()
+    for wl in TRAP_WORKLOADS:
+        for dtype in DTYPES:
+            try:
+                measure_sync_trap(wl, dtype, budget_s=0.01)
+            except DemoError as exc:
+                print(f"eager.warm: {one_line(exc)}")
+    machine_constants("float32", threads=1 if _kind() == "cpu" else None)  # the regimes panel's default

@@ -1,0 +1,452 @@
+"""``make html`` / ``make pdf``: the deck as offline reveal.js slides and as PDFs.
+
+    python -m demos.export html [--results FILE] [--parts 1,3] [--out build/html]
+    python -m demos.export pdf  [--results FILE] [--parts 1,3] [--out build/pdf]
+
+Pipeline, per part: execute headless (nbclient, DEMOS_STATIC=1: every live cell renders its
+default figure as a PNG; with ``--results`` / RESULTS= the figures draw that recorded run instead
+of measuring) → nbconvert's reveal template, every URL pointed at local copies of reveal.js,
+require.js, jQuery, MathJax 2 and the widget manager (npm packages copied into
+``build/html/_assets/``; nothing is fetched when the slides are opened) → for PDF, Debian's
+headless chromium driven by Playwright for Python on reveal.js's ``?print-pdf`` view (one page
+per slide and sub-slide, fragments not split) → ``pdfunite`` for the whole lecture.
+
+Executed notebooks are cached in ``build/executed/`` (keyed on the notebook, demos/ and the
+results file), so ``make pdf`` after ``make html`` does not execute the parts again.
+"""
+from __future__ import annotations
+
+import argparse
+import contextlib
+import functools
+import hashlib
+import http.server
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+from ._env import PROJECT_ROOT
+from .errors import DemoError
+
+BUILD = Path(os.environ.get("DEMOS_BUILD_DIR") or PROJECT_ROOT / "build")
+NODE_MODULES = PROJECT_ROOT / "node_modules"
+THEME = PROJECT_ROOT / "assets" / "theme.css"
+CHROMIUM = os.environ.get("DEMOS_CHROMIUM", "/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+    "--disable-dev-shm-usage",
+]
+ASSETS_DIR = "_assets"
+
+# What is copied out of node_modules (source, destination inside _assets/).
+_ASSET_FILES = [
+    ("reveal.js/dist", "reveal.js/dist"),
+    ("reveal.js/plugin/notes", "reveal.js/plugin/notes"),
+    ("requirejs/require.js", "require.js"),
+    ("jquery/dist/jquery.min.js", "jquery.min.js"),
+    ("@jupyter-widgets/html-manager/dist", "html-manager"),
+    ("mathjax/MathJax.js", "mathjax/MathJax.js"),
+    ("mathjax/config", "mathjax/config"),
+    ("mathjax/extensions", "mathjax/extensions"),
+    ("mathjax/jax/element", "mathjax/jax/element"),
+    ("mathjax/jax/input/TeX", "mathjax/jax/input/TeX"),
+    ("mathjax/jax/output/CommonHTML", "mathjax/jax/output/CommonHTML"),
+    ("mathjax/fonts/HTML-CSS/TeX/woff", "mathjax/fonts/HTML-CSS/TeX/woff"),
+    ("mathjax/localization/en", "mathjax/localization/en"),
+]
+
+TEMPLATE = r"""{%- extends 'reveal/index.html.j2' -%}
+{#- The deck's reveal template: everything local, slides 1280×720, one PDF page per slide. -#}
+{%- block html_head_js_mermaidjs -%}{%- endblock html_head_js_mermaidjs -%}
+{%- block html_head_css -%}
+<link rel="stylesheet" href="__ASSETS__/theme.css">
+{%- endblock html_head_css -%}
+{% block footer_js %}
+<script>
+window.__deckReady = false;
+require(
+    { waitSeconds: 60 },
+    ["__ASSETS__/reveal.js/dist/reveal.js", "__ASSETS__/reveal.js/plugin/notes/notes.js"],
+    function (Reveal, RevealNotes) {
+        window.Reveal = Reveal;
+        Reveal.initialize({
+            controls: true, progress: true, history: true, hash: true,
+            transition: "none", slideNumber: "c/t", center: false,
+            width: __WIDTH__, height: __HEIGHT__, margin: __MARGIN__,
+            pdfSeparateFragments: false, pdfMaxPagesPerSlide: 1, showNotes: false,
+            plugins: [RevealNotes]
+        }).then(function () {
+            function done() { window.__deckReady = true; }
+            if (window.MathJax && MathJax.Hub) { MathJax.Hub.Queue(done); } else { done(); }
+        });
+        Reveal.on("slidechanged", function () {
+            if (window.MathJax && MathJax.Hub && MathJax.Hub.getAllJax(Reveal.getCurrentSlide())) {
+                MathJax.Hub.Rerender(Reveal.getCurrentSlide());
+            }
+        });
+    }
+);
+</script>
+{% endblock footer_js %}
+"""
+
+
+def log(msg: str) -> None:
+    print(msg, flush=True)
+
+
+# -- assets -----------------------------------------------------------------------------
+def npm_install(quiet: bool = True) -> None:
+    """Install the pinned browser packages (package-lock.json) into node_modules/."""
+    if not shutil.which("npm"):
+        raise DemoError("npm is not installed (apt-get install npm): it fetches reveal.js, require.js, "
+                        "MathJax and the widget manager once, at build time")
+    cmd = ["npm", "ci" if (PROJECT_ROOT / "package-lock.json").exists() else "install",
+           "--no-audit", "--no-fund", "--ignore-scripts"]
+    if quiet:
+        cmd.append("--silent")
+    subprocess.run(cmd, cwd=PROJECT_ROOT, check=True)
+
+
+def assets_ready() -> bool:
+    return all((NODE_MODULES / src).exists() for src, _ in _ASSET_FILES)
+
+
+def copy_assets(out: Path) -> Path:
+    """Copy reveal.js & co. from node_modules into out/_assets (installing them if needed)."""
+    if not assets_ready():
+        log("installing the offline browser assets (npm ci)…")
+        npm_install()
+    dest = out / ASSETS_DIR
+    stamp = dest / ".stamp"
+    lock = PROJECT_ROOT / "package-lock.json"
+    key = hashlib.sha256((lock.read_bytes() if lock.exists() else b"") + THEME.read_bytes()).hexdigest()
+    if not (stamp.exists() and stamp.read_text() == key):
+        if dest.exists():
+            shutil.rmtree(dest)
+        for src, dst in _ASSET_FILES:
+            s, d = NODE_MODULES / src, dest / dst
+            d.parent.mkdir(parents=True, exist_ok=True)
+            if s.is_dir():
+                shutil.copytree(s, d, ignore=shutil.ignore_patterns("*.map", "*.md"))
+            else:
+                shutil.copy2(s, d)
+        shutil.copy2(THEME, dest / "theme.css")
+        stamp.write_text(key)
+    return dest
+
+
+# -- executing --------------------------------------------------------------------------
+def _digest(nb_path: Path, results: Path | None) -> str:
+    h = hashlib.sha256(nb_path.read_bytes())
+    for p in sorted((PROJECT_ROOT / "demos").glob("*.py")):
+        h.update(p.read_bytes())
+    if results:
+        h.update(str(results.resolve()).encode())
+        h.update(results.read_bytes())
+    return h.hexdigest()[:20]
+
+
+def execute_part(nb_path: Path, results: Path | None = None, cache_dir: Path | None = None,
+                 timeout: int = 1800, force: bool = False):
+    """Execute one part headless (static figures; a recorded run if ``results``). Returns (nb, seconds, cached)."""
+    import nbformat
+
+    from .nbtools import execute
+
+    cache_dir = cache_dir or (BUILD / "executed")
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    cached = cache_dir / nb_path.name
+    meta = cache_dir / (nb_path.stem + ".json")
+    key = _digest(nb_path, results)
+    if not force and cached.exists() and meta.exists():
+        info = json.loads(meta.read_text())
+        if info.get("key") == key:
+            return nbformat.read(str(cached), as_version=4), info.get("seconds", 0.0), True
+    env = {"DEMOS_RESULTS": str(results.resolve())} if results else {}
+    if not results:
+        os.environ.pop("DEMOS_RESULTS", None)
+    nb, secs = execute(nb_path, timeout=timeout, static=True, cwd=nb_path.parent, env=env)
+    nbformat.write(nb, str(cached))
+    meta.write_text(json.dumps({"key": key, "seconds": round(secs, 1), "results": str(results or "")}))
+    return nb, secs, False
+
+
+# -- converting -------------------------------------------------------------------------
+def _template_dir(assets_url: str, width: int, height: int, margin: float) -> Path:
+    tdir = BUILD / "_templates"
+    deck = tdir / "deck"
+    deck.mkdir(parents=True, exist_ok=True)
+    text = (TEMPLATE.replace("__ASSETS__", assets_url).replace("__WIDTH__", str(width))
+            .replace("__HEIGHT__", str(height)).replace("__MARGIN__", str(margin)))
+    (deck / "index.html.j2").write_text(text)
+    (deck / "conf.json").write_text(json.dumps({"base_template": "reveal", "mimetypes": {"text/html": True}}))
+    return tdir
+
+
+def local_links(html: str) -> str:
+    """Links between parts: NN_name.ipynb → NN_name.slides.html (the export's file names)."""
+    return re.sub(r'href="(\d\d_[A-Za-z0-9_\-]+)\.ipynb(#[^"]*)?"',
+                  lambda m: f'href="{m.group(1)}.slides.html{m.group(2) or ""}"', html)
+
+
+def to_slides_html(nb, out_dir: Path, name: str) -> Path:
+    """nbconvert's reveal exporter with every URL pointing into out_dir/_assets."""
+    from nbconvert import SlidesExporter
+
+    rise = dict(nb.metadata.get("rise", {}))
+    width, height = int(rise.get("width", 1280)), int(rise.get("height", 720))
+    margin = float(rise.get("margin", 0.04))
+    a = ASSETS_DIR
+    exporter = SlidesExporter(
+        template_name="deck",
+        extra_template_basedirs=[str(_template_dir(a, width, height, margin))],
+        reveal_url_prefix=f"{a}/reveal.js",
+        reveal_theme="white",
+        reveal_transition="none",
+        reveal_number="c/t",
+        reveal_width=str(width),
+        reveal_height=str(height),
+        require_js_url=f"{a}/require.js",
+        jquery_url=f"{a}/jquery.min.js",
+        mathjax_url=f"{a}/mathjax/MathJax.js?config=TeX-AMS_CHTML-full,Safe",
+        widget_renderer_url=f"{a}/html-manager/embed-amd.js",
+        font_awesome_url="",
+        exclude_input_prompt=True,
+        exclude_output_prompt=True,
+    )
+    exporter.mermaid_js_url = ""
+    body, _ = exporter.from_notebook_node(nb, resources={"metadata": {"name": name}})
+    body = local_links(body)
+    remote = remote_urls(body)
+    if remote:
+        raise DemoError(f"{name}: the exported HTML still references remote URLs: {', '.join(remote[:3])}")
+    path = out_dir / f"{name}.slides.html"
+    path.write_text(body, encoding="utf-8")
+    return path
+
+
+_LOADED = re.compile(r"""(?:\bsrc\s*=\s*|<link\b[^>]*?\bhref\s*=\s*|@import\s+(?:url\()?|\bimport\s+[\w{}\s,*]*from\s+)["']?(?:https?:)?//([^"'/)\s]+)""",
+                     re.I)
+
+
+def remote_urls(html: str) -> list[str]:
+    """Hosts other than localhost the page would load something from (scripts, images, style
+    sheets, module imports). Plain <a href> links to the web are citations, not requests."""
+    hosts = []
+    for m in _LOADED.finditer(html):
+        host = m.group(1).split(":")[0]
+        if host not in ("localhost", "127.0.0.1") and host not in hosts:
+            hosts.append(host)
+    return hosts
+
+
+def write_index(out_dir: Path, pages: list[tuple[str, str]]) -> Path:
+    items = "\n".join(f'<li><a href="{f}">{t}</a></li>' for f, t in pages)
+    html = (f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>JIT compilation — the lecture</title>"
+            f"<link rel='stylesheet' href='{ASSETS_DIR}/theme.css'></head>"
+            f"<body style='font-family:var(--deck-font);font-size:24px;margin:40px'>"
+            f"<h1>JIT compilation in ML — slides</h1><ol>{items}</ol>"
+            f"<p style='color:#555'>Offline reveal.js export: press S for speaker notes, F for full screen.</p>"
+            f"</body></html>")
+    path = out_dir / "index.html"
+    path.write_text(html, encoding="utf-8")
+    return path
+
+
+# -- serving and printing ---------------------------------------------------------------
+class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args):  # noqa: D401 - silence
+        pass
+
+
+@contextlib.contextmanager
+def serve(directory: Path, host: str = "127.0.0.1"):
+    """A static file server on localhost for the export (yields its base URL)."""
+    handler = functools.partial(_QuietHandler, directory=str(directory))
+    httpd = http.server.ThreadingHTTPServer((host, 0), handler)
+    t = threading.Thread(target=httpd.serve_forever, daemon=True)
+    t.start()
+    try:
+        yield f"http://{host}:{httpd.server_address[1]}/"
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+        t.join(timeout=5)
+
+
+def chromium_path() -> str:
+    if Path(CHROMIUM).exists():
+        return CHROMIUM
+    found = shutil.which("chromium")
+    if found:
+        return found
+    raise DemoError(f"Debian's chromium is not installed ({CHROMIUM}): apt-get install chromium")
+
+
+@contextlib.contextmanager
+def browser():
+    """Headless Debian chromium via Playwright for Python (no downloaded browsers)."""
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError as exc:
+        raise DemoError("Playwright for Python is missing: pip install -e '.[dev]'") from exc
+    import tempfile
+
+    exe = chromium_path()
+    with tempfile.TemporaryDirectory(prefix="deck-chromium-") as profile, sync_playwright() as pw:
+        ctx = pw.chromium.launch_persistent_context(profile, executable_path=exe, headless=True,
+                                                    args=CHROMIUM_ARGS, viewport={"width": 1280, "height": 720})
+        try:
+            yield ctx
+        finally:
+            ctx.close()
+
+
+def print_pdf(ctx, url: str, pdf_path: Path, width: int = 1280, height: int = 720,
+              timeout_ms: int = 120_000, requests: list | None = None) -> Path:
+    """Open the reveal print view and print it, one page per slide."""
+    page = ctx.new_page()
+    if requests is not None:
+        page.on("request", lambda r: requests.append(r.url))
+    try:
+        sep = "&" if "?" in url else "?"
+        page.goto(url + sep + "print-pdf", wait_until="load", timeout=timeout_ms)
+        page.wait_for_function("window.__deckReady === true", timeout=timeout_ms)
+        page.evaluate("document.fonts.ready.then(() => true)")
+        page.wait_for_function("[...document.images].every(i => i.complete)", timeout=timeout_ms)
+        page.pdf(path=str(pdf_path), width=f"{width}px", height=f"{height}px", print_background=True,
+                 prefer_css_page_size=True, margin={"top": "0", "bottom": "0", "left": "0", "right": "0"})
+    finally:
+        page.close()
+    return pdf_path
+
+
+def pdf_pages(path: Path) -> int:
+    out = subprocess.run(["pdfinfo", str(path)], capture_output=True, text=True, check=True).stdout
+    m = re.search(r"^Pages:\s+(\d+)", out, re.M)
+    return int(m.group(1)) if m else 0
+
+
+def unite(pdfs: list[Path], out: Path) -> Path:
+    if not shutil.which("pdfunite"):
+        raise DemoError("pdfunite is missing (apt-get install poppler-utils)")
+    if len(pdfs) == 1:
+        shutil.copy2(pdfs[0], out)
+    else:
+        subprocess.run(["pdfunite", *map(str, pdfs), str(out)], check=True)
+    return out
+
+
+# -- the commands -----------------------------------------------------------------------
+def select_parts(spec: str | None, notebooks: list[Path] | None = None) -> list[Path]:
+    from .nbtools import parts
+
+    if notebooks:
+        return [Path(p) for p in notebooks]
+    found = parts()
+    if not found:
+        raise DemoError("no parts in slides/ yet (slides/NN_name.ipynb)")
+    if not spec:
+        return found
+    wanted = {int(x) for x in spec.split(",") if x.strip()}
+    chosen = [p for p in found if int(p.name[:2]) in wanted]
+    if not chosen:
+        raise DemoError(f"no part among {sorted(wanted)} in slides/")
+    return chosen
+
+
+def build_html(notebooks: list[Path], out: Path | None = None, results: Path | None = None,
+               force: bool = False) -> list[dict]:
+    """Execute + convert each notebook; returns one dict per part (name, html, seconds, slides)."""
+    from .nbtools import slide_count
+
+    out = out or (BUILD / "html")
+    out.mkdir(parents=True, exist_ok=True)
+    copy_assets(out)
+    done = []
+    for i, nb_path in enumerate(notebooks, 1):
+        t0 = time.perf_counter()
+        log(f"[{i}/{len(notebooks)}] {nb_path.name}: executing"
+            + (f" with recorded results {results.name}" if results else " (live, this machine)") + "…")
+        nb, secs, cached = execute_part(nb_path, results, force=force)
+        html = to_slides_html(nb, out, nb_path.stem)
+        n = slide_count(nb)
+        log(f"[{i}/{len(notebooks)}] {nb_path.name}: {'cached' if cached else f'executed in {secs:.0f} s'}, "
+            f"{n} slides → {html.relative_to(PROJECT_ROOT) if html.is_relative_to(PROJECT_ROOT) else html} "
+            f"({time.perf_counter() - t0:.0f} s)")
+        done.append({"name": nb_path.stem, "html": html, "execute_s": secs, "slides": n,
+                     "title": nb.metadata.get("title", nb_path.stem)})
+    write_index(out, [(d["html"].name, d["title"]) for d in done])
+    return done
+
+
+def build_pdf(notebooks: list[Path], out: Path | None = None, results: Path | None = None,
+              html_dir: Path | None = None, force: bool = False, lecture_name: str = "jit-lecture.pdf") -> dict:
+    out = out or (BUILD / "pdf")
+    out.mkdir(parents=True, exist_ok=True)
+    html_dir = html_dir or (BUILD / "html")
+    t0 = time.perf_counter()
+    parts_done = build_html(notebooks, html_dir, results, force=force)
+    pdfs, report = [], []
+    with serve(html_dir) as base, browser() as ctx:
+        for i, d in enumerate(parts_done, 1):
+            t1 = time.perf_counter()
+            pdf = print_pdf(ctx, base + d["html"].name, out / f"{d['name']}.pdf")
+            pages = pdf_pages(pdf)
+            warn = "" if pages == d["slides"] else f"  ⚠ expected {d['slides']} pages"
+            log(f"[{i}/{len(parts_done)}] {d['name']}.pdf: {pages} pages in {time.perf_counter() - t1:.0f} s{warn}")
+            pdfs.append(pdf)
+            report.append({**{k: v for k, v in d.items() if k != "html"}, "pdf": str(pdf), "pages": pages})
+    lecture = unite(pdfs, out / lecture_name)
+    total = time.perf_counter() - t0
+    size = lecture.stat().st_size
+    log(f"lecture: {lecture} · {pdf_pages(lecture)} pages · {size / 1e6:.1f} MB · {total:.0f} s")
+    return {"parts": report, "lecture": str(lecture), "pages": pdf_pages(lecture), "bytes": size, "seconds": total}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m demos.export", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("what", choices=["html", "pdf", "assets"])
+    ap.add_argument("--results", default=os.environ.get("RESULTS") or None,
+                    help="draw the figures from this recorded run (assets/results/<file>.json)")
+    ap.add_argument("--parts", help="comma-separated part numbers (default: all)")
+    ap.add_argument("--notebook", action="append", help="export this notebook instead of the parts")
+    ap.add_argument("--out", help="output folder (default build/html or build/pdf)")
+    ap.add_argument("--force", action="store_true", help="execute again even if build/executed is current")
+    args = ap.parse_args(argv)
+    try:
+        results = Path(args.results) if args.results else None
+        if results and not results.exists():
+            raise DemoError(f"no recorded results file {results}")
+        if args.what == "assets":
+            log(f"assets in {copy_assets(Path(args.out) if args.out else BUILD / 'html')}")
+            return 0
+        notebooks = select_parts(args.parts, args.notebook)
+        out = Path(args.out) if args.out else None
+        if args.what == "html":
+            t0 = time.perf_counter()
+            done = build_html(notebooks, out, results, force=args.force)
+            log(f"{len(done)} parts → {(out or BUILD / 'html')}/index.html in {time.perf_counter() - t0:.0f} s "
+                "(open it in a browser; works offline)")
+        else:
+            build_pdf(notebooks, out, results, force=args.force)
+    except DemoError as exc:
+        print(f"export: {exc}", file=sys.stderr)
+        return 2
+    except subprocess.CalledProcessError as exc:
+        print(f"export: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,395 @@
+"""``make present``: a token-protected JupyterLab + RISE server on localhost, opened on part 1.
+
+    python -m demos.present [--part 1] [--port 8888] [--no-browser] [--dry-run]
+    python -m demos.present --mark-warm      (run by `make warm` after the caches are filled)
+    python -m demos.present --cache-status
+
+Safety, on purpose not configurable away: the server always requires a token (a fresh random
+one unless JUPYTER_TOKEN is set to a non-empty value) and binds only to a loopback address. To
+present from a remote GPU machine, run `make present` there and tunnel the port:
+
+    ssh -L 8888:127.0.0.1:8888 gpu-box      # then open the printed URL on your laptop
+
+The token travels in the child's environment (JUPYTER_TOKEN), never on its command line, so it
+does not show up in `ps`. Ctrl-C stops the server cleanly (kernels shut down, port released).
+"""
+from __future__ import annotations
+
+import argparse
+import hashlib
+import ipaddress
+import json
+import re
+import os
+import secrets
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+import webbrowser
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ._env import CACHE_ROOT, PROJECT_ROOT
+from .errors import DemoError
+
+LOOPBACK_NAMES = ("localhost",)
+WARM_MARKER = CACHE_ROOT / "warm.json"
+# Packages whose version changes invalidate compiled artefacts.
+_VERSIONED = ("torch", "jax", "jaxlib")
+# demos/ files that compile nothing: editing them leaves the caches warm.
+_NOT_COMPILED = {"present.py", "export.py", "cli.py", "nbtools.py", "uibench.py", "__main__.py"}
+
+
+# -- what to start ----------------------------------------------------------------------
+def is_loopback(host: str) -> bool:
+    if host in LOOPBACK_NAMES:
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def check_token(token: str | None) -> str:
+    if token is None or not token.strip():
+        raise DemoError("refusing to start Jupyter without a token: set JUPYTER_TOKEN to a non-empty "
+                        "value or leave it unset (a random token is generated)")
+    if len(token.strip()) < 16:
+        raise DemoError("refusing a token shorter than 16 characters (anyone on this machine could guess it)")
+    return token.strip()
+
+
+def check_ip(ip: str) -> str:
+    if not is_loopback(ip):
+        raise DemoError(f"refusing to bind to {ip!r}: the server only listens on localhost; to present "
+                        "from a remote machine use an SSH tunnel: ssh -L 8888:127.0.0.1:8888 <host>")
+    return ip
+
+
+def new_token() -> str:
+    return secrets.token_hex(24)
+
+
+def part_path(part: str | int | None = None, root: Path = PROJECT_ROOT) -> str:
+    """Server-relative path of a part: 1 → slides/01_eager_mode.ipynb (or a given .ipynb path)."""
+    from .nbtools import parts
+
+    if part is None or str(part).strip() == "":
+        part = 1
+    text = str(part)
+    if text.endswith(".ipynb"):
+        p = Path(text)
+        p = p if p.is_absolute() else (root / p)
+        if not p.exists():
+            raise DemoError(f"no notebook {text}")
+        return p.resolve().relative_to(root.resolve()).as_posix()
+    try:
+        n = int(text)
+    except ValueError:
+        raise DemoError(f"--part takes a number or a .ipynb path, not {text!r}") from None
+    found = [p for p in parts() if p.name.startswith(f"{n:02d}_")]
+    if not found:
+        have = ", ".join(p.name for p in parts()) or "none yet"
+        raise DemoError(f"no part {n} in slides/ (parts: {have})")
+    return found[0].resolve().relative_to(root.resolve()).as_posix()
+
+
+@dataclass
+class ServerPlan:
+    """The exact command and environment `make present` runs (tests assert on it)."""
+
+    argv: list[str]
+    env: dict[str, str]
+    ip: str
+    port: int
+    token: str
+    root: Path
+    notebook: str
+    extra: dict = field(default_factory=dict)
+
+    def base_url(self) -> str:
+        host = f"[{self.ip}]" if ":" in self.ip else self.ip
+        return f"http://{host}:{self.port}/"
+
+    def slideshow_url(self, with_token: bool = True) -> str:
+        url = f"{self.base_url()}rise/{self.notebook}"
+        return url + (f"?token={self.token}" if with_token else "")
+
+
+def free_port(ip: str = "127.0.0.1") -> int:
+    fam = socket.AF_INET6 if ":" in ip else socket.AF_INET
+    with socket.socket(fam, socket.SOCK_STREAM) as s:
+        s.bind((ip, 0))
+        return s.getsockname()[1]
+
+
+def plan(part: str | int | None = None, port: int | None = None, ip: str = "127.0.0.1",
+         token: str | None = None, root: Path = PROJECT_ROOT, python: str | None = None) -> ServerPlan:
+    """Build the server command. Refuses an empty token and any non-loopback address."""
+    ip = check_ip(ip)
+    if token is None:
+        env_token = os.environ.get("JUPYTER_TOKEN")
+        token = new_token() if env_token is None else env_token
+    token = check_token(token)
+    port = int(port) if port else 8888
+    notebook = part_path(part, root)
+    env = dict(os.environ)
+    env["JUPYTER_TOKEN"] = token
+    env.pop("DEMOS_STATIC", None)          # live cells must be live in the slideshow
+    env.pop("DEMOS_RESULTS", None)
+    env["PYTHONSTARTUP"] = str(KERNEL_STARTUP)   # pre-imports the topic modules in every kernel
+    argv = [
+        python or sys.executable, "-m", "jupyterlab",
+        "--no-browser",
+        f"--ServerApp.ip={ip}",
+        f"--ServerApp.port={port}",
+        "--ServerApp.port_retries=0",
+        f"--ServerApp.root_dir={root}",
+        "--ServerApp.allow_remote_access=False",
+        "--ServerApp.open_browser=False",
+        "--ServerApp.allow_origin=",
+        # jupyterlab_rise points MathJax at a CDN by default; serve nothing remote.
+        "--ServerApp.tornado_settings={'mathjax_url': '/static/nonexistent-mathjax.js'}",
+    ]
+    if hasattr(os, "geteuid") and os.geteuid() == 0:
+        argv.append("--allow-root")        # CI containers run as root; the token still applies
+    return ServerPlan(argv=argv, env=env, ip=ip, port=port, token=token, root=Path(root), notebook=notebook)
+
+
+# -- caches -----------------------------------------------------------------------------
+def _version(pkg: str) -> str | None:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version(pkg)
+    except PackageNotFoundError:
+        return None
+
+
+def fingerprint(root: Path = PROJECT_ROOT) -> dict:
+    """What a warm cache depends on: framework versions and the demos' source code."""
+    h = hashlib.sha256()
+    for p in sorted((root / "demos").glob("*.py")):
+        if p.name in _NOT_COMPILED:
+            continue
+        h.update(p.name.encode())
+        h.update(p.read_bytes())
+    return {"versions": {k: _version(k) for k in _VERSIONED}, "python": sys.version.split()[0],
+            "demos_sha256": h.hexdigest()[:16]}
+
+
+def mark_warm(marker: Path = WARM_MARKER, root: Path = PROJECT_ROOT) -> Path:
+    marker.parent.mkdir(parents=True, exist_ok=True)
+    data = fingerprint(root)
+    data["warmed_at"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    marker.write_text(json.dumps(data, indent=1))
+    return marker
+
+
+def cache_status(marker: Path = WARM_MARKER, root: Path = PROJECT_ROOT) -> tuple[bool, str]:
+    """(warm?, one line for the lecturer)."""
+    if not marker.exists():
+        return False, "compile caches are cold (`make warm` has not run here)"
+    try:
+        data = json.loads(marker.read_text())
+    except (OSError, ValueError):
+        return False, "compile caches are cold (unreadable warm marker)"
+    now = fingerprint(root)
+    if data.get("versions") != now["versions"] or data.get("python") != now["python"]:
+        return False, "compile caches are cold (torch/JAX/Python changed since `make warm`)"
+    if data.get("demos_sha256") != now["demos_sha256"]:
+        return False, "compile caches may be cold (demos/ changed since `make warm`)"
+    caches = [CACHE_ROOT / "inductor", CACHE_ROOT / "jax"]
+    if not any(p.exists() and any(p.iterdir()) for p in caches):
+        return False, "compile caches are cold (.cache/ is empty)"
+    return True, f"compile caches warm (since {data.get('warmed_at', '?')})"
+
+
+def cold_notice() -> str | None:
+    warm, line = cache_status()
+    if warm:
+        return None
+    return (f"NOTE: {line}.\n"
+            "      The first run of each live cell will stall for its compiles (seconds on a GPU, "
+            "longer on a CPU).\n"
+            "      Run `make warm` before the lecture to avoid it.")
+
+
+# -- running ----------------------------------------------------------------------------
+def wait_ready(p: ServerPlan, proc: subprocess.Popen | None = None, timeout: float = 120.0) -> float:
+    """Poll /api/status with the token until the server answers; returns seconds waited."""
+    t0 = time.perf_counter()
+    url = f"{p.base_url()}api/status"
+    req = urllib.request.Request(url, headers={"Authorization": f"token {p.token}"})
+    while time.perf_counter() - t0 < timeout:
+        if proc is not None and proc.poll() is not None:
+            raise DemoError(f"the Jupyter server exited with code {proc.returncode} before it was ready")
+        try:
+            with urllib.request.urlopen(req, timeout=2) as r:
+                if r.status == 200:
+                    return time.perf_counter() - t0
+        except (urllib.error.URLError, ConnectionError, socket.timeout, OSError):
+            pass
+        time.sleep(0.2)
+    raise DemoError(f"the Jupyter server did not answer on {p.base_url()} within {timeout:.0f} s")
+
+
+KERNEL_STARTUP = CACHE_ROOT / "present-startup.py"
+_STARTUP_CODE = """# Written by `make present` (demos/present.py); IPython kernels run it through PYTHONSTARTUP.
+# The slideshow skips each part's setup cell (imports), so the deck's topic modules are imported
+# here: any live cell runs when the lecturer presses Shift-Enter on it, in any order.
+try:
+    from demos.present import kernel_startup as _deck_startup
+    _deck_startup(globals())
+    del _deck_startup
+except Exception as _exc:  # never break the kernel
+    print("deck start-up:", _exc)
+"""
+
+
+def kernel_startup(namespace: dict) -> list[str]:
+    """Import `demos` and every topic module that exists into a kernel's namespace."""
+    import importlib
+
+    try:
+        from IPython import get_ipython
+
+        if get_ipython() is None or not hasattr(get_ipython(), "kernel"):
+            return []
+    except ImportError:
+        return []
+    loaded = []
+    namespace.setdefault("demos", importlib.import_module("demos"))
+    for name in deck_modules():
+        try:
+            namespace.setdefault(name, importlib.import_module(f"demos.{name}"))
+            loaded.append(name)
+        except Exception as exc:  # one broken topic must not hide the others
+            print(f"deck start-up: demos.{name}: {exc}")
+    return loaded
+
+
+def deck_modules(root: Path = PROJECT_ROOT) -> list[str]:
+    """Modules a live cell may call: what the parts' setup cells import from demos, plus every
+    demos/<name>.py that defines panels()."""
+    found: list[str] = []
+    for nb in sorted((root / "slides").glob("[0-9][0-9]_*.ipynb")):
+        try:
+            cells = json.loads(nb.read_text(encoding="utf-8")).get("cells", [])
+        except (OSError, ValueError):
+            continue
+        for c in cells:
+            if c.get("cell_type") != "code":
+                continue
+            src = "".join(c.get("source", ""))
+            for m in re.finditer(r"^from demos import ([\w, ]+)$", src, re.M):
+                found += [n.strip() for n in m.group(1).split(",") if n.strip()]
+    for p in sorted((root / "demos").glob("[a-z]*.py")):
+        try:
+            if "\ndef panels(" in p.read_text(encoding="utf-8"):
+                found.append(p.stem)
+        except OSError:
+            pass
+    return [n for i, n in enumerate(found) if n not in found[:i] and (root / "demos" / f"{n}.py").exists()]
+
+
+def write_kernel_startup(path: Path = KERNEL_STARTUP) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if not path.exists() or path.read_text() != _STARTUP_CODE:
+        path.write_text(_STARTUP_CODE)
+    return path
+
+
+def start(p: ServerPlan, log=None) -> subprocess.Popen:
+    """Start the server in its own session (so Ctrl-C reaches us first and we stop it cleanly)."""
+    write_kernel_startup()
+    return subprocess.Popen(p.argv, env=p.env, cwd=str(p.root), stdout=log or subprocess.DEVNULL,
+                            stderr=subprocess.STDOUT if log else subprocess.DEVNULL, start_new_session=True)
+
+
+def stop(proc: subprocess.Popen, timeout: float = 15.0) -> int:
+    """SIGTERM (Jupyter shuts its kernels down), then SIGKILL if it hangs."""
+    if proc.poll() is None:
+        try:
+            proc.send_signal(signal.SIGTERM)
+            proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=5)
+    return proc.returncode
+
+
+def _can_open_browser() -> bool:
+    if sys.platform.startswith("linux") and not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")):
+        return False
+    return True
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m demos.present", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--part", default=os.environ.get("PART") or "1", help="part number or .ipynb path (default 1)")
+    ap.add_argument("--port", type=int, default=int(os.environ.get("PORT") or 8888))
+    ap.add_argument("--ip", default="127.0.0.1", help="a loopback address only (use an SSH tunnel for remote)")
+    ap.add_argument("--no-browser", action="store_true", help="only print the URL")
+    ap.add_argument("--dry-run", action="store_true", help="print the command it would run and exit")
+    ap.add_argument("--mark-warm", action="store_true", help="record that `make warm` filled the caches")
+    ap.add_argument("--cache-status", action="store_true", help="say whether the compile caches are warm")
+    args = ap.parse_args(argv)
+
+    if args.mark_warm:
+        print(f"wrote {mark_warm()}")
+        return 0
+    if args.cache_status:
+        warm, line = cache_status()
+        print(line)
+        return 0 if warm else 1
+    try:
+        p = plan(args.part, args.port, args.ip)
+    except DemoError as exc:
+        print(f"make present: {exc}", file=sys.stderr)
+        return 2
+    if args.dry_run:
+        print(" ".join(p.argv))
+        print(f"JUPYTER_TOKEN=<{len(p.token)} characters> · {p.slideshow_url(with_token=False)}")
+        return 0
+
+    notice = cold_notice()
+    if notice:
+        print(notice, flush=True)
+    t0 = time.perf_counter()
+    proc = start(p, log=None if os.environ.get("DEMOS_PRESENT_QUIET") else sys.stderr)
+    try:
+        try:
+            wait_ready(p, proc)
+        except DemoError as exc:
+            print(f"make present: {exc} (is port {p.port} taken? try `make present PORT=8890`)", file=sys.stderr)
+            stop(proc)
+            return 1
+        url = p.slideshow_url()
+        print("\n" + "=" * 72)
+        print(f"Slideshow (part {args.part}) — server ready in {time.perf_counter() - t0:.1f} s:\n  {url}")
+        print(f"JupyterLab (edit): {p.base_url()}lab/tree/{p.notebook}?token={p.token}")
+        print("Keys: Space/→ next · Shift-Enter runs a live cell · , toggles controls · Ctrl-C here stops")
+        print("=" * 72, flush=True)
+        if not args.no_browser and _can_open_browser():
+            webbrowser.open(url)
+        while proc.poll() is None:
+            time.sleep(0.5)
+        return proc.returncode or 0
+    except KeyboardInterrupt:
+        print("\nstopping the Jupyter server…", flush=True)
+        rc = stop(proc)
+        print(f"stopped (exit {rc}).")
+        return 0
+    finally:
+        if proc.poll() is None:
+            stop(proc)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

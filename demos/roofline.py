@@ -1,0 +1,1044 @@
+"""Part 3 — when compilation pays, and the roofline that explains why.
+
+Measuring is split from drawing: ``measure_*`` return JSON-able dicts, ``figure_*`` draw them
+(a live run or one recorded on another machine), and the live cells are ``ui.Panel``s:
+
+- ``payoff()``     three workloads (two_matmuls, chain, mlp_block) in torch eager,
+  torch.compile and jax.jit: median latency with p10–p90 whiskers and speedup labels, the
+  seed's published A100 numbers written beside each group.
+- ``roofline()``   this machine's roofline (copy bandwidth, best GEMM FLOP/s per dtype,
+  measured once per process and storable in a results record; the spec-sheet roofline dashed
+  on a known GPU) with the selected workload's eager and compiled points.
+- ``predicted()``  for each point: the roofline's prediction max(FLOPs ÷ peak, bytes ÷
+  bandwidth) beside the measured time, the ratio, and why they differ.
+- ``overheads()``  torch.compile ``mode="reduce-overhead"`` (CUDA graphs) vs the default mode
+  at small sizes; on a CPU there are no launches to replay and the curves coincide.
+
+Cost model (from :mod:`demos.workloads`): eager forms pay every op's reads and writes
+(``fused=False``); compiled forms (torch.compile, jax.jit) read inputs once and write outputs
+once (``fused=True``). Peaks are "best-decile" throughputs (bytes or FLOPs ÷ the 10th-percentile
+time): contention on a shared machine only ever slows a run down, so the fast decile is the
+steadier estimate of what the hardware can do. Latencies shown for workloads are medians.
+
+The torch.compile forms here compile *fresh copies* of the workload functions (their own code
+objects), so this part's size sliders never spend another part's Dynamo recompile budget and
+vice versa; the persistent Inductor cache is shared, so ``warm()`` still pays off.
+"""
+from __future__ import annotations
+
+import html
+import math
+import types
+from typing import Any, Callable
+
+from . import plots, ui
+from .devices import device_kind, device_name, dtype_supported, jax_backend, jax_or_none, require_torch, \
+    set_threads, torch_device
+from .errors import DemoError, is_oom, release_memory
+from .timing import first_call, fmt_seconds, measure, sync_jax, sync_torch
+from .workloads import available, get as get_workload, prepare
+
+TOPIC = "roofline"
+PAYOFF_WORKLOADS = ("two_matmuls", "chain", "mlp_block")
+ROOF_WORKLOADS = ("chain", "two_matmuls", "mlp_block", "complex_activation")
+BACKENDS3 = ("torch_eager", "torch_compile", "jax_jit")
+FUSED = frozenset({"torch_compile", "jax_jit"})
+DTYPES = ("float32", "bfloat16")
+TICKS = {"torch_eager": "eager", "torch_compile": "compile", "jax_jit": "jax.jit", "jax_eager": "jax op-by-op"}
+MARKERS = {"torch_eager": "o", "torch_compile": "s", "jax_jit": "D", "jax_eager": "v"}
+
+# ---------------------------------------------------------------------------------------
+# What the seeds published (cited on the slides and drawn beside the live numbers)
+# ---------------------------------------------------------------------------------------
+SEED_SOURCE = ("seed lecture notebook 003 ('PyTorch and JAX'), float32 on an A100 "
+               "(its Triton metadata: compute capability 8.0, 108 SMs)")
+SEED = {
+    "two_matmuls": {"shape": "X 256×1024, A 1024×2048, B 2048×1024",
+                    "torch_eager": 183e-6, "torch_compile": 214e-6, "jax_jit": 205e-6},
+    "chain": {"shape": "N = 10,000,000",
+              "torch_eager": 549e-6, "torch_compile": 81.9e-6, "jax_jit": 124e-6},
+    "mlp_block": {"shape": "B,S,D,H = 256,1024,512,2048 (torch with TF32 matmuls)",
+                  "torch_eager": 22.5e-3, "torch_compile": 14.4e-3, "jax_jit": 14.8e-3},
+}
+
+# Spec-sheet peaks (dense: no structured sparsity). FP32 is the non-tensor-core rate, which is
+# what full-precision fp32 matmuls get (the deck disables TF32 in both frameworks).
+SPEC_SHEETS: tuple[dict[str, Any], ...] = (
+    {"name": "H200 SXM", "match": ("h200",), "bandwidth": 4.8e12,
+     "float32": 67e12, "bfloat16": 989e12, "float16": 989e12, "source": "NVIDIA H200 datasheet"},
+    {"name": "H100 PCIe", "match": ("h100", "pcie"), "bandwidth": 2.0e12,
+     "float32": 51e12, "bfloat16": 756e12, "float16": 756e12, "source": "NVIDIA H100 datasheet"},
+    {"name": "H100 SXM", "match": ("h100",), "bandwidth": 3.35e12,
+     "float32": 67e12, "bfloat16": 989e12, "float16": 989e12, "source": "NVIDIA H100 datasheet"},
+    {"name": "A100 40GB", "match": ("a100", "40gb"), "bandwidth": 1.555e12,
+     "float32": 19.5e12, "bfloat16": 312e12, "float16": 312e12, "source": "NVIDIA A100 datasheet"},
+    {"name": "A100 80GB SXM", "match": ("a100",), "bandwidth": 2.039e12,
+     "float32": 19.5e12, "bfloat16": 312e12, "float16": 312e12, "source": "NVIDIA A100 datasheet"},
+)
+
+
+def spec_sheet(name: str | None) -> dict[str, Any] | None:
+    """The spec-sheet entry whose keywords all occur in a device name, or None."""
+    low = (name or "").lower().replace("-", " ").replace("_", " ")
+    squashed = low.replace(" ", "")
+    for spec in SPEC_SHEETS:
+        if all(k in low or k in squashed for k in spec["match"]):
+            return spec
+    return None
+
+
+# ---------------------------------------------------------------------------------------
+# The roofline model
+# ---------------------------------------------------------------------------------------
+def is_fused(backend: str) -> bool:
+    """Compiled forms are costed as fused (intermediates never touch memory)."""
+    return backend in FUSED
+
+
+def attainable(intensity: float, peak_flops: float, bandwidth: float) -> float:
+    """The roof: min(peak FLOP/s, intensity × bandwidth)."""
+    return min(peak_flops, intensity * bandwidth)
+
+
+def ridge(peak_flops: float, bandwidth: float) -> float:
+    """Intensity (FLOP/byte) where the bandwidth slope meets the compute roof."""
+    return peak_flops / bandwidth
+
+
+def predict(flops: float, nbytes: float, peak_flops: float, bandwidth: float) -> tuple[float, str]:
+    """Roofline time: max(FLOPs ÷ peak, bytes ÷ bandwidth), and which roof binds."""
+    t_compute, t_memory = flops / peak_flops, nbytes / bandwidth
+    return (t_compute, "compute") if t_compute >= t_memory else (t_memory, "memory")
+
+
+def cost(workload: str, params: dict, dtype: str, backend: str) -> dict[str, float]:
+    """Analytic FLOPs, bytes and intensity of one form (fused for compiled backends)."""
+    w = get_workload(workload)
+    fused = is_fused(backend)
+    flops = w.flops(params, fused)
+    nbytes = w.bytes(params, dtype, fused)
+    return {"flops": flops, "bytes": nbytes, "intensity": flops / nbytes}
+
+
+def make_point(workload: str, backend: str, params: dict, dtype: str, timing: dict[str, Any],
+               peaks: dict[str, Any]) -> dict[str, Any]:
+    """A roofline point: cost, measured time, achieved FLOP/s, the prediction and the ratio."""
+    c = cost(workload, params, dtype, backend)
+    pk, bw = peak_flops(peaks, dtype), peaks["bandwidth"]["bytes_per_s"]
+    pred, bound = predict(c["flops"], c["bytes"], pk, bw)
+    pt: dict[str, Any] = {"workload": workload, "backend": backend, "params": dict(params), "dtype": dtype,
+                          **c, "predicted_s": pred, "bound": bound}
+    pt.update({k: timing.get(k) for k in ("median_s", "p10_s", "p90_s", "n", "first_s", "error")})
+    if timing.get("median_s"):
+        pt["achieved"] = c["flops"] / timing["median_s"]
+        pt["ratio"] = timing["median_s"] / pred
+    pt["why"] = explain(pt)
+    return pt
+
+
+def explain(pt: dict[str, Any]) -> str:
+    """Why measured and predicted differ (one short phrase for the figure)."""
+    r = pt.get("ratio")
+    if r is None:
+        return pt.get("error") or "not measured"
+    if r < 0.7:
+        return "faster than the model: the data stayed in cache"
+    if r <= 2.0:
+        return f"near the {pt['bound']} roof"
+    if pt.get("median_s", 1) < 50e-6 or pt["predicted_s"] < 10e-6:
+        return "fixed per-call overhead (dispatch, launches) dominates"
+    w, fused = pt["workload"], is_fused(pt["backend"])
+    if w in ("chain", "complex_activation"):
+        return ("tanh/exp/sin cost many FLOPs each; the model counts 1" if fused
+                else "per-op passes + transcendental math")
+    if w == "mlp_block":
+        return "LayerNorm reductions and GELU run far below the GEMM peak"
+    if w == "two_matmuls":
+        return "GEMMs this small run below the big-GEMM peak"
+    return "below both roofs"
+
+
+# ---------------------------------------------------------------------------------------
+# Peaks measured on this machine (cached in-process; storable in a results record)
+# ---------------------------------------------------------------------------------------
+_PEAKS: dict[str, dict[str, Any]] = {}
+
+
+def _mm(a, b):
+    return a @ b
+
+
+def copy_elems(kind: str | None = None) -> int:
+    """float32 elements per copy buffer: well beyond the last-level cache."""
+    return 2**25 if (kind or device_kind()) == "cpu" else 2**28  # 128 MiB / 1 GiB
+
+
+def gemm_size(kind: str | None = None) -> int:
+    return 1024 if (kind or device_kind()) == "cpu" else 8192
+
+
+def measure_bandwidth(elems: int | None = None, budget_s: float = 0.3) -> dict[str, Any]:
+    """Copy bandwidth: bytes read + written by ``dst.copy_(src)`` ÷ time (best decile)."""
+    torch = require_torch()
+    from .devices import free_memory_bytes
+
+    dev = torch_device()
+    set_threads()
+    elems = int(elems or copy_elems())
+    free = free_memory_bytes(dev)
+    while free is not None and elems > 2**20 and 2 * elems * 4 > 0.4 * free:
+        elems //= 2
+    src = torch.ones(elems, device=dev)
+    dst = torch.empty_like(src)
+    t = measure(lambda: dst.copy_(src), sync_torch(dev), warmup=2, budget_s=budget_s, min_samples=7)
+    moved = 2 * elems * 4
+    del src, dst
+    return {"bytes_per_s": moved / t.p10, "median_bytes_per_s": moved / t.median, "buffer_bytes": elems * 4,
+            "moved_bytes": moved, "n": t.n, "method": f"torch copy_ of a {elems * 4 / 2**20:.0f} MiB buffer "
+                                                      "(read + write), best decile"}
+
+
+def _jax_same_device() -> bool:
+    """JAX measures the same hardware as torch (not JAX-on-CPU beside a torch GPU)."""
+    jb = jax_backend()
+    return jb is not None and ((jb == "cpu") == (torch_device() == "cpu"))
+
+
+def measure_gemm(dtype: str = "float32", n: int | None = None, budget_s: float = 0.3) -> dict[str, Any]:
+    """Best GEMM throughput for ``dtype``: 2n³ FLOPs ÷ time (best decile), torch and JAX; the
+    faster framework sets the compute roof (both run on the same hardware)."""
+    torch = require_torch()
+    ok, why = dtype_supported(dtype)
+    if not ok:
+        raise DemoError(why)
+    dev = torch_device()
+    set_threads()
+    n = int(n or gemm_size())
+    flops = 2.0 * n**3
+    rates, medians = {}, {}
+    gen = torch.Generator().manual_seed(0)
+    a = torch.randn(n, n, generator=gen).to(device=dev, dtype=getattr(torch, dtype))
+    b = torch.randn(n, n, generator=gen).to(device=dev, dtype=getattr(torch, dtype))
+    t = measure(lambda: a @ b, sync_torch(dev), warmup=1, budget_s=budget_s, min_samples=5)
+    rates["torch"], medians["torch"] = flops / t.p10, flops / t.median
+    if jax_or_none() is not None and _jax_same_device():
+        from .workloads import jitted
+
+        jax = jax_or_none()
+        import jax.numpy as jnp
+
+        ja = jax.device_put(jnp.asarray(a.float().cpu().numpy()).astype(getattr(jnp, dtype)))
+        jb = jax.device_put(jnp.asarray(b.float().cpu().numpy()).astype(getattr(jnp, dtype)))
+        f = jitted(_mm)
+        t = measure(lambda: f(ja, jb), sync_jax(), warmup=1, budget_s=budget_s, min_samples=5)
+        rates["jax"], medians["jax"] = flops / t.p10, flops / t.median
+    del a, b
+    best = max(rates, key=rates.get)
+    return {"flops_per_s": rates[best], "by_framework": rates, "median_by_framework": medians, "n": n,
+            "best": best, "method": f"{n}×{n} @ {n}×{n} GEMM, best decile of torch and JAX"}
+
+
+def measure_peaks(dtypes: tuple[str, ...] | list[str] = ("float32",), budget_s: float = 0.3,
+                  progress: ui.Progress | None = None) -> dict[str, Any]:
+    """This machine's roofs: copy bandwidth and a GEMM peak per dtype."""
+    from .results import now_iso
+
+    out: dict[str, Any] = {"device": torch_device(), "device_name": device_name(), "created": now_iso(),
+                           "compute": {}}
+    if progress:
+        progress(0.05, "measuring copy bandwidth…")
+    out["bandwidth"] = measure_bandwidth(budget_s=budget_s)
+    for i, dt in enumerate(dtypes):
+        if progress:
+            progress(0.3 + 0.6 * i / max(len(dtypes), 1), f"measuring {dt} GEMM peak…")
+        out["compute"][dt] = measure_gemm(dt, budget_s=budget_s)
+    return out
+
+
+def peak_flops(pk: dict[str, Any], dtype: str) -> float:
+    try:
+        return pk["compute"][dtype]["flops_per_s"]
+    except KeyError:
+        raise DemoError(f"no {dtype} GEMM peak measured for {pk.get('device_name', 'this device')}") from None
+
+
+def _recorded_peaks() -> dict[str, Any] | None:
+    """Peaks stored in the reference record when it was made on this very device."""
+    ref, _ = reference_section()
+    pk = (ref or {}).get("peaks")
+    if pk and pk.get("device_name") == device_name() and pk.get("device") == torch_device():
+        return pk
+    return None
+
+
+def peaks(dtypes: tuple[str, ...] | list[str] = ("float32",), refresh: bool = False,
+          progress: ui.Progress | None = None) -> dict[str, Any]:
+    """Peaks for this device, measured once per process (or taken from a record of this device)."""
+    key = torch_device()
+    if refresh:
+        _PEAKS.pop(key, None)
+    cached = _PEAKS.get(key)
+    if cached is None and not refresh:
+        rec = _recorded_peaks()
+        if rec is not None:
+            cached = _PEAKS[key] = {**rec, "compute": dict(rec["compute"]), "from_record": True}
+    if cached is None:
+        cached = _PEAKS[key] = measure_peaks(dtypes, progress=progress)
+    for dt in dtypes:
+        if dt not in cached["compute"]:
+            if progress:
+                progress(0.5, f"measuring {dt} GEMM peak…")
+            cached["compute"][dt] = measure_gemm(dt)
+    return cached
+
+
+def clear_peaks() -> None:
+    _PEAKS.clear()
+
+
+# ---------------------------------------------------------------------------------------
+# Running the workloads (fresh compiled copies: this part's own Dynamo cache)
+# ---------------------------------------------------------------------------------------
+_COMPILED: dict[tuple[str, str | None], Callable] = {}
+
+
+def fresh_copy(fn: Callable, tag: str) -> Callable:
+    """The same function with a new code object (Dynamo caches per code object)."""
+    code = fn.__code__.replace(co_name=f"{fn.__name__}_{tag}")
+    return types.FunctionType(code, fn.__globals__, code.co_name, fn.__defaults__, fn.__closure__)
+
+
+def compiled_fn(workload: str, mode: str | None = None) -> Callable:
+    key = (workload, mode)
+    if key not in _COMPILED:
+        torch = require_torch()
+        tag = "part3_" + (mode or "default").replace("-", "_")
+        kwargs = {"mode": mode} if mode else {}
+        _COMPILED[key] = torch.compile(fresh_copy(get_workload(workload).torch_fn, tag), **kwargs)
+    return _COMPILED[key]
+
+
+def runner(workload: str, backend: str, params: dict, dtype: str, mode: str | None = None):
+    """(zero-arg fn, sync, resolved params) for one form of a workload."""
+    if backend == "torch_compile":
+        prep = prepare(workload, "torch_eager", params, dtype)
+        f, args = compiled_fn(workload, mode), prep.args
+        if mode == "reduce-overhead" and prep.device.startswith("cuda"):
+            torch = require_torch()
+
+            def graphed():  # each call is a new CUDA-graph generation (outputs of the last may be dropped)
+                torch.compiler.cudagraph_mark_step_begin()
+                return f(*args)
+
+            return graphed, prep.sync, prep.params
+        return (lambda: f(*args)), prep.sync, prep.params
+    prep = prepare(workload, backend, params, dtype)
+    return prep.fn, prep.sync, prep.params
+
+
+def measure_one(workload: str, backend: str, params: dict, dtype: str = "float32", budget_s: float = 0.05,
+                mode: str | None = None, min_samples: int = 3, max_samples: int | None = None) -> dict[str, Any]:
+    """Median/p10/p90 seconds per call of one form (first call, which compiles, kept apart).
+
+    Live budgets (≤ 0.1 s) take at most 12 samples: on a loaded machine one call can be many
+    times slower than the estimate ``measure`` sizes its loop by, and a redraw must stay quick."""
+    if max_samples is None:
+        max_samples = 12 if budget_s <= 0.1 else 200
+    try:
+        fn, sync, p = runner(workload, backend, params, dtype, mode)
+        key = (workload, backend, tuple(sorted(p.items())), dtype, mode)
+        first = None
+        if key not in _SEEN:  # the call that compiles (or allocates) is timed apart, once
+            first, _ = first_call(fn, sync)
+            _SEEN.add(key)
+        t = measure(fn, sync, warmup=0, budget_s=budget_s, min_samples=min_samples,
+                    max_samples=max(max_samples, min_samples))
+    except DemoError:
+        raise
+    except Exception as exc:
+        if is_oom(exc):
+            release_memory()
+            sizes = ", ".join(f"{k}={v:,}" for k, v in params.items())
+            raise DemoError(f"out of memory at {workload} {sizes} ({dtype}) — pick a smaller size") from None
+        raise
+    return {"median_s": t.median, "p10_s": t.p10, "p90_s": t.p90, "n": t.n, "first_s": first, "params": p}
+
+
+_SEEN: set[tuple] = set()
+
+
+def _unavailable(backend: str) -> str | None:
+    if not available(backend):
+        return "JAX is not installed here"
+    if backend.startswith("jax") and not _jax_same_device():
+        return "JAX sees no GPU here (pip install 'jax[cuda12]')"
+    return None
+
+
+def check_dtype_here(dtype: str) -> str:
+    if dtype not in DTYPES:
+        from .errors import unknown_name
+
+        raise unknown_name("dtype", dtype, DTYPES)
+    ok, why = dtype_supported(dtype)
+    if not ok:
+        raise DemoError(why)
+    return dtype
+
+
+def dtype_options() -> list[str]:
+    return [d for d in DTYPES if dtype_supported(d)[0]]
+
+
+# ---------------------------------------------------------------------------------------
+# Sizes
+# ---------------------------------------------------------------------------------------
+def payoff_defaults(kind: str | None = None) -> dict[str, int]:
+    """Panel sizes: N (chain length), T (rows of X / tokens B·S), D (model dim), H (hidden)."""
+    if (kind or device_kind()) == "gpu":
+        return {"N": 2**23, "T": 8192, "D": 1024, "H": 2048, "S": 1024}
+    return {"N": 2**20, "T": 256, "D": 512, "H": 1024, "S": 128}
+
+
+def workload_params(workload: str, sizes: dict[str, int], kind: str | None = None) -> dict[str, int]:
+    """One set of panel sizes mapped onto a workload's parameters."""
+    d = {**payoff_defaults(kind), **{k: int(v) for k, v in sizes.items()}}
+    if workload in ("chain", "complex_activation"):
+        return {"N": d["N"]}
+    if workload == "two_matmuls":
+        return {"B": d["T"], "D": d["D"], "H": d["H"]}
+    if workload == "mlp_block":
+        S = max(1, min(d["T"], d["S"]))
+        return {"B": max(1, d["T"] // S), "S": S, "D": d["D"], "H": d["H"]}
+    raise DemoError(f"workload {workload!r} is not part of this demo; valid: {', '.join(ROOF_WORKLOADS)}")
+
+
+def scaled_sizes(scale: float, kind: str | None = None) -> dict[str, int]:
+    """The default sizes with the 'size' control applied (N and T scale, D and H stay)."""
+    if not (isinstance(scale, (int, float)) and scale > 0 and math.isfinite(scale)):
+        raise DemoError(f"size scale must be a positive number, not {scale!r}")
+    d = payoff_defaults(kind)
+    return {"N": max(1024, int(d["N"] * scale)), "T": max(1, int(d["T"] * scale)), "D": d["D"], "H": d["H"],
+            "S": d["S"]}
+
+
+def _short(workload: str, params: dict) -> str:
+    return ",".join(f"{k}={_pow(v)}" for k, v in params.items())
+
+
+def _pow(v: int) -> str:
+    if v >= 1024 and v & (v - 1) == 0:
+        return f"2^{int(math.log2(v))}"
+    return f"{v:,}"
+
+
+# ---------------------------------------------------------------------------------------
+# 1. Three workloads, three outcomes
+# ---------------------------------------------------------------------------------------
+def measure_payoff(sizes: dict[str, int] | None = None, dtype: str = "float32", budget_s: float = 0.05,
+                   backends: tuple[str, ...] = BACKENDS3, workloads: tuple[str, ...] = PAYOFF_WORKLOADS,
+                   previous: dict[str, Any] | None = None, progress: ui.Progress | None = None) -> dict[str, Any]:
+    """Latency of each workload × backend. Workloads whose sizes and dtype equal ``previous``'s
+    are taken from it (a slider re-measures only what it changes)."""
+    check_dtype_here(dtype)
+    sizes = {**payoff_defaults(), **(sizes or {})}
+    out: dict[str, Any] = {"dtype": dtype, "sizes": sizes, "backends": list(backends), "workloads": {},
+                           "device_name": device_name()}
+    todo = [(w, b) for w in workloads for b in backends]
+    done = 0
+    for w in workloads:
+        params = get_workload(w).resolve(workload_params(w, sizes))
+        prev = (previous or {}).get("workloads", {}).get(w)
+        if prev and prev["params"] == params and previous.get("dtype") == dtype and \
+                set(prev["rows"]) >= set(backends):
+            out["workloads"][w] = prev
+            done += len(backends)
+            continue
+        rows = {}
+        for b in backends:
+            if progress:
+                progress(done / len(todo), f"{w} · {plots.label(b)}")
+            why = _unavailable(b)
+            if why:
+                rows[b] = {"error": why}
+            else:
+                r = measure_one(w, b, params, dtype, budget_s)
+                r.pop("params", None)
+                rows[b] = r
+            done += 1
+        out["workloads"][w] = {"params": params, "rows": rows}
+    return out
+
+
+def speedup(rows: dict[str, Any], backend: str, base: str = "torch_eager") -> float | None:
+    a, b = rows.get(base, {}), rows.get(backend, {})
+    if a.get("median_s") and b.get("median_s"):
+        return a["median_s"] / b["median_s"]
+    return None
+
+
+def _unit(seconds: float) -> tuple[float, str]:
+    if seconds < 1e-3:
+        return 1e6, "µs"
+    if seconds < 1:
+        return 1e3, "ms"
+    return 1.0, "s"
+
+
+def figure_payoff(data: dict[str, Any], reference: dict[str, Any] | None = None, ref_stamp: str = "",
+                  stamp: str | None = None, where: str = "Measured on"):
+    """One panel per workload: bars per backend (median, p10–p90), speedups vs torch eager,
+    the seed's A100 numbers and (if any) a recorded run's speedups written above."""
+    names = list(data["workloads"])
+    fig, axes = plots.figure(1, len(names))
+    axes = [axes] if len(names) == 1 else list(axes)
+    backends = data["backends"]
+    for ax, w in zip(axes, names):
+        wd = data["workloads"][w]
+        rows = wd["rows"]
+        meds = [rows.get(b, {}).get("median_s") for b in backends]
+        top = max([r.get("p90_s") or 0 for r in rows.values()] + [m or 0 for m in meds]) or 1e-6
+        scale, unit = _unit(top)
+        for i, b in enumerate(backends):
+            r = rows.get(b, {})
+            if not r.get("median_s"):
+                ax.text(i, 0, "n/a", ha="center", va="bottom", fontsize=10, color="#777")
+                continue
+            m = r["median_s"] * scale
+            lo, hi = max(m - r["p10_s"] * scale, 0), max(r["p90_s"] * scale - m, 0)
+            ax.bar(i, m, 0.7, color=plots.color(b), yerr=[[lo], [hi]], capsize=4,
+                   label=plots.label(b) if w == names[0] else None)
+            s = speedup(rows, b)
+            if b != "torch_eager" and s is not None:
+                ax.text(i, m + hi, f"{s:.2f}×", ha="center", va="bottom", fontsize=12, fontweight="bold")
+        ax.set_xticks(range(len(backends)), [TICKS.get(b, b) for b in backends], fontsize=10.5)
+        ax.set_ylabel(f"median per call ({unit})")
+        ax.set_ylim(0, top * scale * 1.45)
+        _lean(ax, "y")
+        ax.grid(axis="x", visible=False)
+        ax.set_title(f"{w}\n{_short(w, wd['params'])}", fontsize=12)
+        lines = []
+        seed = SEED.get(w)
+        if seed:
+            vals = " / ".join(fmt_seconds(seed[b]).replace(".0 ", " ") for b in backends if b in seed)
+            lines.append(f"A100 (seed): {vals}")
+        if reference and w in reference.get("workloads", {}):
+            rr = reference["workloads"][w]["rows"]
+            sp = [speedup(rr, b) for b in backends if b != "torch_eager"]
+            lines.append("recorded: " + " / ".join(f"{s:.2f}×" if s else "—" for s in sp))
+        if lines:
+            ax.text(0.02, 0.98, "\n".join(lines), transform=ax.transAxes, ha="left", va="top", fontsize=9.5,
+                    color=plots.PALETTE["reference"])
+    fig.legend(loc="outside upper center", ncols=len(backends), fontsize=10, frameon=False)
+    extra = data["dtype"]
+    text = f"{stamp} · {extra}" if stamp else plots.live_stamp(extra)
+    if ref_stamp and reference:
+        text += f"  |  recorded: {ref_stamp}"
+    plots.stamp(fig, text, where=where)
+    return fig
+
+
+def payoff_table(data: dict[str, Any]) -> str:
+    """Medians and speedups as an HTML table (for the README/exports; the slide shows the figure)."""
+    head = "<tr><th>workload</th><th>sizes</th>" + "".join(
+        f"<th>{plots.label(b)}</th>" for b in data["backends"]) + "<th>compile speedup</th><th>seed (A100)</th></tr>"
+    body = []
+    for w, wd in data["workloads"].items():
+        cells = "".join(f"<td>{fmt_seconds(wd['rows'].get(b, {}).get('median_s'))}</td>" for b in data["backends"])
+        s = speedup(wd["rows"], "torch_compile")
+        seed = SEED.get(w, {})
+        ss = seed["torch_eager"] / seed["torch_compile"] if seed else None
+        body.append(f"<tr><td>{w}</td><td>{html.escape(_short(w, wd['params']))}</td>{cells}"
+                    f"<td>{s:.2f}×</td><td>{ss:.2f}×</td></tr>" if s and ss else
+                    f"<tr><td>{w}</td><td>{html.escape(_short(w, wd['params']))}</td>{cells}<td>—</td><td>—</td></tr>")
+    return f"<table class='jitdeck-table'>{head}{''.join(body)}</table>"
+
+
+# ---------------------------------------------------------------------------------------
+# 2. The roofline
+# ---------------------------------------------------------------------------------------
+def measure_roofline(workload: str = "chain", scale: float = 1.0, dtype: str = "float32",
+                     budget_s: float = 0.05, backends: tuple[str, ...] = BACKENDS3,
+                     progress: ui.Progress | None = None) -> dict[str, Any]:
+    """Peaks plus the workload's points (eager costed unfused, compiled costed fused)."""
+    check_dtype_here(dtype)
+    if workload not in ROOF_WORKLOADS:
+        from .errors import unknown_name
+
+        raise unknown_name("workload", workload, ROOF_WORKLOADS)
+    pk = peaks((dtype,), progress=progress)
+    params = get_workload(workload).resolve(workload_params(workload, scaled_sizes(scale)))
+    points = []
+    for i, b in enumerate(backends):
+        if progress:
+            progress(0.3 + 0.7 * i / len(backends), f"{workload} · {plots.label(b)}")
+        why = _unavailable(b)
+        timing = {"error": why} if why else measure_one(workload, b, params, dtype, budget_s)
+        points.append(make_point(workload, b, params, dtype, timing, pk))
+    return {"peaks": _peaks_for(pk, dtype), "workload": workload, "params": params, "dtype": dtype,
+            "scale": scale, "points": points}
+
+
+def _peaks_for(pk: dict[str, Any], dtype: str) -> dict[str, Any]:
+    """A JSON-able copy of the peaks with just the dtype a figure needs."""
+    return {"device": pk["device"], "device_name": pk["device_name"], "created": pk.get("created", ""),
+            "bandwidth": dict(pk["bandwidth"]), "compute": {dtype: dict(pk["compute"][dtype])}}
+
+
+def _roof(ax, pk: dict[str, Any], dtype: str, xs, **kw) -> None:
+    import numpy as np
+
+    p, bw = peak_flops(pk, dtype), pk["bandwidth"]["bytes_per_s"]
+    ax.plot(xs, np.minimum(p, xs * bw), **kw)
+
+
+def _lean(ax, which: str = "xy") -> None:
+    """Fewer tick objects (matplotlib builds each one slowly): no minor ticks, ≤ 6 major ones.
+    Keeps a redraw well inside the deck's 0.5 s budget on a 2-core CPU."""
+    from matplotlib.ticker import LogLocator, MaxNLocator, NullLocator
+
+    for axis in [a for n, a in (("x", ax.xaxis), ("y", ax.yaxis)) if n in which]:
+        if axis.get_scale() == "log":
+            axis.set_major_locator(LogLocator(base=axis._scale.base if hasattr(axis, "_scale") else 10,
+                                              numticks=7))
+        else:
+            axis.set_major_locator(MaxNLocator(5))
+        axis.set_minor_locator(NullLocator())
+
+
+def _fmt_rate(x: float, unit: str) -> str:
+    for f, p in ((1e12, "T"), (1e9, "G"), (1e6, "M")):
+        if x >= f:
+            return f"{x / f:.3g} {p}{unit}"
+    return f"{x:.3g} {unit}"
+
+
+def figure_roofline(data: dict[str, Any], reference: dict[str, Any] | None = None, ref_stamp: str = "",
+                    stamp: str | None = None, where: str = "Measured on"):
+    """Log-log roofline: measured roofs (solid), spec sheet (dashed, known GPUs), a recorded
+    run's roofs and points (grey), and this workload's eager → compiled points."""
+    import numpy as np
+
+    pk, dtype = data["peaks"], data["dtype"]
+    pts = [p for p in data["points"] if p.get("achieved")]
+    fig, ax = plots.figure()
+    p, bw = peak_flops(pk, dtype), pk["bandwidth"]["bytes_per_s"]
+    spec = spec_sheet(pk.get("device_name"))
+    ref_pk = (reference or {}).get("peaks") if reference else None
+    intens = [q["intensity"] for q in data["points"]] + [ridge(p, bw)]
+    if spec and dtype in spec:
+        intens.append(ridge(spec[dtype], spec["bandwidth"]))
+    if ref_pk and dtype in ref_pk.get("compute", {}):
+        intens.append(ridge(peak_flops(ref_pk, dtype), ref_pk["bandwidth"]["bytes_per_s"]))
+    lo, hi = min(intens) / 4, max(intens) * 6
+    xs = np.logspace(math.log10(lo), math.log10(hi), 60)
+    _roof(ax, pk, dtype, xs, color=plots.PALETTE["floor"], lw=2.5,
+          label=f"this machine (measured):\n{_fmt_rate(bw, 'B/s')} copy, {_fmt_rate(p, 'FLOP/s')} {dtype} GEMM")
+    ax.axvline(ridge(p, bw), color=plots.PALETTE["floor"], lw=1, ls=":", alpha=0.6)
+    if spec and dtype in spec:
+        ax.plot(xs, np.minimum(spec[dtype], xs * spec["bandwidth"]), color=plots.PALETTE["accent"], lw=2, ls="--",
+                label=f"{spec['name']} spec sheet:\n{_fmt_rate(spec['bandwidth'], 'B/s')}, "
+                      f"{_fmt_rate(spec[dtype], 'FLOP/s')}")
+    if ref_pk and dtype in ref_pk.get("compute", {}):
+        _roof(ax, ref_pk, dtype, xs, color=plots.PALETTE["reference"], lw=1.5, ls=":",
+              label=f"recorded (hollow points):\n{ref_pk.get('device_name', '?')[:30]}, "
+                    f"{str(ref_pk.get('created', ''))[:10]}")
+        for q in reference.get("points", []):
+            if q.get("achieved") and q.get("dtype") == dtype:
+                ax.scatter(q["intensity"], q["achieved"], s=70, marker=MARKERS.get(q["backend"], "o"),
+                           facecolors="none", edgecolors=plots.color(q["backend"]), linewidths=1.5, zorder=3)
+    for q in pts:
+        ax.scatter(q["intensity"], q["achieved"], s=120, marker=MARKERS.get(q["backend"], "o"),
+                   color=plots.color(q["backend"]), edgecolors="black", linewidths=0.6, zorder=4,
+                   label=f"{plots.label(q['backend'])}: {fmt_seconds(q['median_s'])}")
+    by = {q["backend"]: q for q in pts}
+    if "torch_eager" in by and "torch_compile" in by:
+        e, c = by["torch_eager"], by["torch_compile"]
+        ax.annotate("", xy=(c["intensity"], c["achieved"]), xytext=(e["intensity"], e["achieved"]),
+                    arrowprops=dict(arrowstyle="->", color=plots.color("torch_compile"), lw=1.8), zorder=3)
+        ax.annotate(f"torch.compile: intensity ×{c['intensity'] / e['intensity']:.1f}, "
+                    f"FLOP/s ×{c['achieved'] / e['achieved']:.1f}", xy=(c["intensity"], c["achieved"]),
+                    xytext=(12, -26), textcoords="offset points", ha="left", fontsize=11,
+                    color=plots.color("torch_compile"))
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlim(lo, hi)
+    ys = [q["achieved"] for q in pts] + [p]
+    if spec and dtype in spec:
+        ys.append(spec[dtype])
+    if ref_pk and dtype in ref_pk.get("compute", {}):
+        ys.append(peak_flops(ref_pk, dtype))
+        ys += [q["achieved"] for q in reference.get("points", []) if q.get("achieved") and q.get("dtype") == dtype]
+    ax.set_ylim(min(min(ys) / 5, lo * bw), max(ys) * 3)
+    _lean(ax)
+    ax.set_xlabel("arithmetic intensity (FLOP / byte, analytic)")
+    ax.set_ylabel("FLOP/s (achieved)")
+    ax.set_title(f"{data['workload']} ({_short(data['workload'], data['params'])}, {dtype}) on the roofline")
+    ax.legend(loc="center left", bbox_to_anchor=(1.01, 0.5), fontsize=9.5, frameon=False)
+    extra = f"{dtype} · {data['workload']} {_short(data['workload'], data['params'])}"
+    text = f"{stamp} · {extra}" if stamp else plots.live_stamp(extra)
+    if pk.get("from_record"):
+        text += " · peaks from the record"
+    plots.stamp(fig, text, where=where)
+    return fig
+
+
+# ---------------------------------------------------------------------------------------
+# 3. Predicted vs measured
+# ---------------------------------------------------------------------------------------
+def measure_predicted(scale: float = 1.0, dtype: str = "float32", budget_s: float = 0.05,
+                      workloads: tuple[str, ...] = PAYOFF_WORKLOADS, backends: tuple[str, ...] = BACKENDS3,
+                      progress: ui.Progress | None = None) -> dict[str, Any]:
+    check_dtype_here(dtype)
+    pk = peaks((dtype,), progress=progress)
+    sizes = scaled_sizes(scale)
+    points = []
+    todo = [(w, b) for w in workloads for b in backends]
+    for i, (w, b) in enumerate(todo):
+        if progress:
+            progress(i / len(todo), f"{w} · {plots.label(b)}")
+        params = get_workload(w).resolve(workload_params(w, sizes))
+        why = _unavailable(b)
+        timing = {"error": why} if why else measure_one(w, b, params, dtype, budget_s)
+        points.append(make_point(w, b, params, dtype, timing, pk))
+    return {"peaks": _peaks_for(pk, dtype), "dtype": dtype, "scale": scale, "points": points}
+
+
+def figure_predicted(data: dict[str, Any], reference: dict[str, Any] | None = None, ref_stamp: str = "",
+                     stamp: str | None = None, where: str = "Measured on"):
+    """One row per point: predicted (grey diamond) and measured (coloured marker) time on a log
+    axis, joined by a line; measured ÷ predicted and the reason in the right-hand column."""
+    pts = data["points"]
+    fig, (ax, tx) = plots.figure(1, 2, width_ratios=[1.55, 1], sharey=True)
+    ys = list(range(len(pts)))[::-1]
+    times = [q["predicted_s"] for q in pts] + [q["median_s"] for q in pts if q.get("median_s")]
+    lo, hi = min(times) / 3, max(times) * 3
+    for y, q in zip(ys, pts):
+        ax.scatter(q["predicted_s"], y, marker="D", s=60, color=plots.PALETTE["reference"], zorder=3,
+                   label="predicted" if y == ys[0] else None)
+        if q.get("median_s"):
+            ax.plot([q["predicted_s"], q["median_s"]], [y, y], color="#999", lw=1.2, zorder=2)
+            ax.scatter(q["median_s"], y, s=80, color=plots.color(q["backend"]), zorder=4,
+                       marker=MARKERS.get(q["backend"], "o"))
+            tx.text(0.0, y, f"×{q['ratio']:.1f}", va="center", fontsize=11, fontweight="bold")
+            tx.text(0.2, y, _wrap_words(q["why"], 34), va="center", fontsize=9.5)
+        else:
+            tx.text(0.0, y, q.get("error") or "not measured", va="center", fontsize=10, color="#b00020")
+        r = next((p for p in (reference or {}).get("points", []) if p["workload"] == q["workload"]
+                  and p["backend"] == q["backend"] and p.get("median_s")), None)
+        if r is not None:
+            ax.scatter(r["median_s"], y, s=60, facecolors="none", edgecolors=plots.PALETTE["reference"], zorder=3,
+                       label="recorded run (its sizes)" if not any(
+                           t == "recorded run (its sizes)" for t in ax.get_legend_handles_labels()[1]) else None)
+            lo, hi = min(lo, r["median_s"] / 3), max(hi, r["median_s"] * 3)
+    ax.set_yticks(ys, [f"{q['workload']} · {plots.label(q['backend'])}" for q in pts], fontsize=10)
+    ax.set_xscale("log")
+    ax.set_xlim(lo, hi)
+    ax.set_ylim(-0.6, len(pts) - 0.4)
+    _lean(ax)
+    ax.set_xlabel("seconds per call (log)")
+    pk = data["peaks"]
+    roofs = f"{_fmt_rate(pk['bandwidth']['bytes_per_s'], 'B/s')}, {_fmt_rate(peak_flops(pk, data['dtype']), 'FLOP/s')}"
+    ax.set_title(f"◆ max(FLOPs÷peak, bytes÷bandwidth) vs measured\n({data['dtype']}; roofs {roofs})", fontsize=12)
+    ax.grid(axis="y", visible=False)
+    ax.legend(loc="lower right", fontsize=9.5, title="coloured: measured median", title_fontsize=9.5)
+    tx.set_xlim(0, 1)
+    tx.axis("off")
+    tx.set_title("measured ÷ predicted, and why", fontsize=12)
+    sizes = "; ".join(dict.fromkeys(f"{q['workload']} " + ",".join(_pow(v) for v in q["params"].values())
+                                    for q in pts))
+    text = f"{stamp} · {data['dtype']} · {sizes}" if stamp else plots.live_stamp(f"{data['dtype']} · {sizes}")
+    if ref_stamp and reference:
+        text += f"  |  recorded: {ref_stamp}"
+    plots.stamp(fig, text, where=where)
+    return fig
+
+
+def _wrap_words(text: str, width: int) -> str:
+    import textwrap
+
+    return "\n".join(textwrap.wrap(text, width)) or text
+
+
+def predicted_table(data: dict[str, Any]) -> str:
+    rows = []
+    for q in data["points"]:
+        rows.append(f"<tr><td>{q['workload']}</td><td>{plots.label(q['backend'])}</td>"
+                    f"<td>{q['intensity']:.3g}</td><td>{q['bound']}</td><td>{fmt_seconds(q['predicted_s'])}</td>"
+                    f"<td>{fmt_seconds(q.get('median_s'))}</td>"
+                    f"<td>{'%.2f' % q['ratio'] if q.get('ratio') else '—'}</td><td>{html.escape(q['why'])}</td></tr>")
+    head = ("<tr><th>workload</th><th>form</th><th>FLOP/B</th><th>bound</th><th>predicted</th><th>measured</th>"
+            "<th>ratio</th><th>why</th></tr>")
+    return f"<table class='jitdeck-table'>{head}{''.join(rows)}</table>"
+
+
+# ---------------------------------------------------------------------------------------
+# 4. Overheads removed differently: reduce-overhead (CUDA graphs) vs default
+# ---------------------------------------------------------------------------------------
+OVERHEAD_MODES = ("eager", "default", "reduce-overhead")
+MODE_COLORS = {"eager": plots.PALETTE["torch_eager"], "default": plots.PALETTE["torch_compile"],
+               "reduce-overhead": "#56B4E9"}
+MODE_LABELS = {"eager": "torch eager", "default": "torch.compile (default)",
+               "reduce-overhead": 'torch.compile(mode="reduce-overhead")'}
+
+
+def overhead_sizes(kind: str | None = None, largest: int | None = None) -> list[int]:
+    """Sizes of the sweep: every second power of two from the smallest up to ``largest``."""
+    lo, hi = (10, 22) if (kind or device_kind()) == "gpu" else (8, 18)
+    if largest is not None:
+        hi = int(math.log2(largest))
+    if hi < lo:
+        raise DemoError(f"largest N must be at least 2^{lo}")
+    return [2**k for k in range(lo, hi + 1, 2)]
+
+
+def measure_overheads(sizes: list[int] | None = None, dtype: str = "float32", budget_s: float = 0.04,
+                      workload: str = "complex_activation", progress: ui.Progress | None = None) -> dict[str, Any]:
+    """Latency vs size of eager, default compile and reduce-overhead compile (small sizes:
+    where fixed per-call costs dominate)."""
+    check_dtype_here(dtype)
+    sizes = [int(n) for n in (sizes or overhead_sizes())]
+    out: dict[str, Any] = {"workload": workload, "dtype": dtype, "sizes": sizes, "device": torch_device(),
+                           "device_name": device_name(), "modes": {}}
+    todo = len(sizes) * len(OVERHEAD_MODES)
+    rows: dict[str, list] = {m: [] for m in OVERHEAD_MODES}
+    k = 0
+    # sizes outer, modes inner: a burst of load on a shared machine hits every mode alike
+    for n in sizes:
+        for mode in OVERHEAD_MODES:
+            if progress:
+                progress(k / todo, f"{MODE_LABELS[mode]} · N={_pow(n)}")
+            b = "torch_eager" if mode == "eager" else "torch_compile"
+            r = measure_one(workload, b, {"N": n}, dtype, budget_s, mode=None if mode in ("eager", "default") else mode,
+                            min_samples=5)
+            r.pop("params", None)
+            rows[mode].append(r)
+            k += 1
+    out["modes"] = rows
+    return out
+
+
+def overhead_floor(data: dict[str, Any], mode: str) -> float:
+    """The smallest size's median: the fixed cost per call of that mode."""
+    return data["modes"][mode][0]["median_s"]
+
+
+def figure_overheads(data: dict[str, Any], reference: dict[str, Any] | None = None, ref_stamp: str = "",
+                     stamp: str | None = None, where: str = "Measured on"):
+    fig, ax = plots.figure()
+    sizes = data["sizes"]
+    for mode, rows in data["modes"].items():
+        med = [r["median_s"] * 1e6 for r in rows]
+        lo = [r["p10_s"] * 1e6 for r in rows]
+        hi = [r["p90_s"] * 1e6 for r in rows]
+        ls = "--" if mode == "reduce-overhead" else "-"
+        ax.plot(sizes, med, ls, marker="o", color=MODE_COLORS[mode], lw=2.2,
+                label=f"{MODE_LABELS[mode]}: floor {fmt_seconds(rows[0]['median_s'])}")
+        ax.fill_between(sizes, lo, hi, color=MODE_COLORS[mode], alpha=0.12, lw=0)
+    if reference and reference.get("modes"):
+        for mode, rows in reference["modes"].items():
+            ax.plot(reference["sizes"], [r["median_s"] * 1e6 for r in rows], ":", color=MODE_COLORS.get(mode, "#777"),
+                    lw=1.5, alpha=0.8)
+        ax.text(0.99, 0.02, f"dotted: recorded on {reference.get('device_name', '?')}", transform=ax.transAxes,
+                ha="right", va="bottom", fontsize=9.5, color=plots.PALETTE["reference"])
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    _lean(ax)
+    ax.set_xlabel(f"N (elements of x and y), {data['workload']}")
+    ax.set_ylabel("median per call (µs)")
+    if data["device"] == "cuda":
+        note = "CUDA graphs replay the whole launch sequence in one call: the small-size floor drops"
+    else:
+        note = ("CPU: no kernel launches to batch, so reduce-overhead has nothing to remove "
+                "(CUDA graphs need a GPU); both compiled modes run the same C++")
+    ax.set_title(_wrap_words(note, 95), fontsize=11.5)
+    ax.legend(loc="upper left", fontsize=10)
+    extra = f"{data['dtype']} · {data['workload']} N={_pow(sizes[0])}…{_pow(sizes[-1])}"
+    text = f"{stamp} · {extra}" if stamp else plots.live_stamp(extra)
+    if ref_stamp and reference:
+        text += f"  |  recorded: {ref_stamp}"
+    plots.stamp(fig, text, where=where)
+    return fig
+
+
+# ---------------------------------------------------------------------------------------
+# Recorded runs
+# ---------------------------------------------------------------------------------------
+def reference_section() -> tuple[dict[str, Any] | None, str]:
+    """This part's section of the reference record (a recorded GPU run), with its stamp."""
+    from .results import reference
+
+    try:
+        rec = reference()
+    except Exception:
+        return None, ""
+    if rec is None or TOPIC not in rec.sections:
+        return None, ""
+    m = rec.machine
+    short = f"{m.get('gpu_name') or m.get('device_name', '?')} · {rec.created[:10]}"
+    return rec.sections[TOPIC], short
+
+
+def _recorded(key: str) -> tuple[dict[str, Any], str]:
+    ref, stamp = reference_section()
+    if not ref or key not in ref:
+        raise DemoError(f"the recorded run has no roofline/{key} section")
+    return ref[key], stamp
+
+
+def record(rec, quick: bool = False) -> None:
+    """Store this part's default measurements in ``rec.sections['roofline']``."""
+    budget = 0.1 if quick else 0.3
+    dtypes = ("float32",) if quick else tuple(dtype_options())
+    pk = measure_peaks(dtypes, budget_s=budget)
+    _PEAKS[torch_device()] = pk
+    sec: dict[str, Any] = {"peaks": pk}
+    sec["payoff"] = measure_payoff(budget_s=budget)
+    sec["roofline"] = {w: measure_roofline(w, budget_s=budget) for w in ROOF_WORKLOADS}
+    sec["predicted"] = measure_predicted(budget_s=budget)
+    sec["overheads"] = measure_overheads(budget_s=budget)
+    rec.sections[TOPIC] = sec
+
+
+def warm(scales: tuple[float, ...] = (0.25, 0.5, 1.0, 2.0), dtypes: tuple[str, ...] | None = None) -> None:
+    """Compile every form the live cells use at their default sizes (and the neighbouring
+    sizes of the size slider) into the persistent caches, and measure the peaks."""
+    dtypes = dtypes or tuple(dtype_options())
+    peaks(dtypes)
+    for dt in dtypes:
+        for w in ROOF_WORKLOADS:
+            for s in scales:
+                params = get_workload(w).resolve(workload_params(w, scaled_sizes(s)))
+                for b in BACKENDS3:
+                    if _unavailable(b) is None:
+                        fn, sync, _ = runner(w, b, params, dt)
+                        sync(fn())
+    for mode in (None, "reduce-overhead"):
+        for n in overhead_sizes():
+            fn, sync, _ = runner("complex_activation", "torch_compile", {"N": n}, "float32", mode)
+            sync(fn())
+
+
+# ---------------------------------------------------------------------------------------
+# Live panels
+# ---------------------------------------------------------------------------------------
+def _size_slider(description: str, lo: int, hi: int, value: int):
+    return ui.pow2_slider(description, lo, hi, value)
+
+
+def payoff(show: bool = True):
+    """Three workloads × torch eager / torch.compile / jax.jit; sliders re-measure what they change."""
+    d = payoff_defaults()
+    gpu = device_kind() == "gpu"
+    controls = {
+        "N": _size_slider("chain N", 12, 26 if gpu else 23, d["N"]),
+        "T": _size_slider("rows / tokens", 4, 16 if gpu else 11, d["T"]),
+        "D": _size_slider("model dim D", 6, 13 if gpu else 11, d["D"]),
+        "H": _size_slider("hidden H", 6, 14 if gpu else 12, d["H"]),
+        "dtype": ui.dtype_choice("float32", tuple(dtype_options())),
+    }
+    state: dict[str, Any] = {}
+
+    def render(values, progress):
+        ref, ref_stamp = reference_section()
+        refd = (ref or {}).get("payoff")
+        if ui.recorded_only():
+            data, stamp = _recorded("payoff")
+            return figure_payoff(data, stamp=stamp, where="Recorded on")
+        sizes = {k: values[k] for k in ("N", "T", "D", "H")}
+        data = measure_payoff(sizes, values["dtype"], previous=state.get("last"), progress=progress)
+        state["last"] = data
+        return figure_payoff(data, refd, ref_stamp)
+
+    panel = ui.Panel("Three workloads, three outcomes", controls, render)
+    panel.state = state
+    if show:
+        return panel.show()
+    return panel
+
+
+def roofline(show: bool = True, workload: str = "chain"):
+    """The measured roofline with the selected workload's eager and compiled points."""
+    controls = {
+        "scale": ui.choice("size", [("×1/16", 1 / 16), ("×1/4", 0.25), ("×1/2", 0.5), ("×1 (default)", 1.0),
+                                    ("×2", 2.0), ("×4", 4.0)], 1.0),
+        "workload": ui.choice("workload", list(ROOF_WORKLOADS), workload),
+        "dtype": ui.dtype_choice("float32", tuple(dtype_options())),
+    }
+
+    def render(values, progress):
+        ref, ref_stamp = reference_section()
+        if ui.recorded_only():
+            data, stamp = _recorded("roofline")
+            w = values["workload"]
+            if w not in data:
+                raise DemoError(f"the recorded run has no roofline for {w}")
+            return figure_roofline(data[w], stamp=stamp, where="Recorded on")
+        data = measure_roofline(values["workload"], float(values["scale"]), values["dtype"], progress=progress)
+        refd = ((ref or {}).get("roofline") or {}).get(values["workload"])
+        if refd is not None and refd.get("dtype") != values["dtype"]:
+            refd = None
+        return figure_roofline(data, refd, ref_stamp)
+
+    panel = ui.Panel("A measured roofline", controls, render)
+    if show:
+        return panel.show()
+    return panel
+
+
+def predicted(show: bool = True):
+    """Predicted vs measured time for every point (Run: ~1–3 s on a CPU)."""
+    controls = {
+        "scale": ui.choice("size", [("×1/64", 1 / 64), ("×1/16", 1 / 16), ("×1/4", 0.25), ("×1 (default)", 1.0),
+                                    ("×4", 4.0)], 1.0),
+        "dtype": ui.dtype_choice("float32", tuple(dtype_options())),
+    }
+
+    def render(values, progress):
+        if ui.recorded_only():
+            data, stamp = _recorded("predicted")
+            return figure_predicted(data, stamp=stamp, where="Recorded on")
+        data = measure_predicted(float(values["scale"]), values["dtype"], progress=progress)
+        ref, ref_stamp = reference_section()
+        refd = (ref or {}).get("predicted")
+        if refd is not None and refd.get("dtype") != values["dtype"]:
+            refd = None
+        return figure_predicted(data, refd, ref_stamp)
+
+    panel = ui.Panel("Predicted vs measured", controls, render, run_button=True)
+    if show:
+        return panel.show()
+    return panel
+
+
+def overheads(show: bool = True):
+    """reduce-overhead vs default at small sizes (Run: a sweep, ~2–5 s warm on a CPU)."""
+    gpu = device_kind() == "gpu"
+    controls = {
+        "largest": ui.pow2_slider("largest N", 10 if gpu else 8, 22 if gpu else 18, overhead_sizes()[-1]),
+        "dtype": ui.dtype_choice("float32", tuple(dtype_options())),
+    }
+
+    def render(values, progress):
+        ref, ref_stamp = reference_section()
+        if ui.recorded_only():
+            data, stamp = _recorded("overheads")
+            return figure_overheads(data, stamp=stamp, where="Recorded on")
+        data = measure_overheads(overhead_sizes(largest=values["largest"]), dtype=values["dtype"],
+                                 progress=progress)
+        refd = (ref or {}).get("overheads")
+        return figure_overheads(data, refd, ref_stamp)
+
+    panel = ui.Panel("Overheads removed differently", controls, render, run_button=True)
+    if show:
+        return panel.show()
+    return panel
+
+
+def panels() -> dict[str, Callable[[], ui.Panel]]:
+    return {
+        "payoff": lambda: payoff(show=False),
+        "roofline": lambda: roofline(show=False),
+        "predicted": lambda: predicted(show=False),
+        "overheads": lambda: overheads(show=False),
+    }

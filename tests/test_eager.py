@@ -1,0 +1,310 @@
+"""Part 1 (eager mode): module units, the slides' claims on this device, panels, notebook."""
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+
+import demos  # noqa: F401
+from demos import eager
+from demos.errors import DemoError
+from demos.results import Record
+from demos.workloads import WORKLOADS
+
+from conftest import ARTIFACTS, executed_notebook
+
+
+# =======================================================================================
+# Units
+# =======================================================================================
+def test_sweep_sizes_and_crossover_formula():
+    assert eager.sweep_sizes(4, 8) == [16, 32, 64, 128, 256]
+    assert eager.sweep_sizes(8, 4) == [16, 32, 64, 128, 256]
+    wide = eager.sweep_sizes(4, 25)  # wide ranges take every second power, and keep the end
+    assert wide[0] == 2**4 and wide[-1] == 2**25 and wide[1] == 2**6
+    # 1 µs floor, 10 GB/s, 12 bytes per element (add: read 2, write 1, float32) → 833 elements
+    assert eager.crossover(1e-6, 10e9, 12) == pytest.approx(833.33, rel=1e-3)
+    assert eager.measured_crossover([1, 2, 4, 8], [1.0, 1.1, 1.9, 2.5], 1.0) == 8
+    assert eager.measured_crossover([1, 2], [1.0, 1.1], 1.0) is None
+
+
+def test_pass_counts_match_the_workload_cost_model():
+    w = WORKLOADS["complex_activation"]
+    # eager bytes of the workload = CA_PASSES passes over N elements
+    assert w.bytes({"N": 1000}, "float32", fused=False) == eager.CA_PASSES * 1000 * 4
+    assert w.bytes({"N": 1000}, "float32", fused=True) == 3 * 1000 * 4
+    assert eager.OPS["add"] == 3 and eager.OPS["sin"] == 2
+    # slide "Three regimes": a pointwise chain does at most ~1 FLOP per byte, fused or not
+    assert w.intensity({"N": 2**20}, "float32", fused=False) == pytest.approx(0.1)
+    assert w.intensity({"N": 2**20}, "float32", fused=True) == pytest.approx(0.5)
+    assert w.intensity({"N": 2**20}, "bfloat16", fused=True) <= 1.0
+
+
+def test_paired_timing_stops_one_clock_at_return_and_one_after_sync():
+    class Future:  # returns at once, "finishes" at sync
+        def wait(self):
+            time.sleep(0.004)
+
+    ret, done = eager.paired_timing(lambda: Future(), lambda f: f.wait(), budget_s=0.03)
+    assert ret.median < 0.001 and done.median >= 0.004
+    assert ret.n == done.n >= 7
+
+
+def test_regime_classification_from_synthetic_data():
+    data = {"Ns": [16, 2**20], "series": {"add": [{"median": 1.5e-6}, {"median": 1.3e-4}]},
+            "floors_s": {"add": 1e-6}, "bytes_per_elem": {"add": 12}, "bandwidth_Bps": 1e11}
+    assert eager.regime_at(data, "add", 16) == "overhead-bound"
+    assert eager.regime_at(data, "add", 2**20) == "bandwidth-bound"  # 12.6 MB ÷ 100 GB/s = 126 µs
+    data["series"]["add"][1]["median"] = 1e-2
+    assert eager.regime_at(data, "add", 2**20).startswith("slower than copy")
+    assert eager.effective_bandwidth(data, "add") == pytest.approx(2**20 * 12 / 1e-2)
+
+
+def test_bad_inputs_are_refused_with_one_line():
+    with pytest.raises(DemoError, match="op"):
+        eager.measure_regimes("tan")
+    with pytest.raises(DemoError, match="outside"):
+        eager.measure_regimes("add", 1, 40)
+    with pytest.raises(DemoError, match="timing trap"):
+        eager.measure_sync_trap("mlp_block")
+
+
+# =======================================================================================
+# Claims the slides make (CPU path here; GPU forms below)
+# =======================================================================================
+def test_claim_eager_complex_activation_issues_six_separate_ops():
+    d = eager.measure_timeline(2**14)
+    assert d["counts"]["ops"] >= 6, d["op_names"]
+    # what the slide says was counted: the six aten ops the code issues, in order
+    assert d["op_names"] == ["sin", "cos", "mul", "add", "mul", "relu"]
+    assert d["counts"]["kernels"] == 6
+    json.dumps(d)
+
+
+def test_claim_sync_trap_on_cpu():
+    d = eager.measure_sync_trap("two_matmuls", budget_s=0.1)
+    t = d["rows"]["torch_eager"]
+    # the issue's CPU form: the synchronised measurement is at least the unsynchronised one
+    assert t["synced"]["median"] >= t["returned"]["median"]
+    # slide: torch CPU ops run before the call returns → no trap (ratio ≈ 1)
+    assert t["ratio"] < 1.3, t
+    # slide: JAX dispatches asynchronously on a CPU too → the unsynchronised clock under-reports
+    j = d["rows"]["jax_jit"]
+    assert "error" not in j, j
+    assert j["synced"]["median"] >= j["returned"]["median"]
+    assert j["ratio"] > 1.5, j
+    json.dumps(d)
+
+
+def test_claim_latency_flat_at_small_n_and_about_linear_at_large_n():
+    # the panel's default on a CPU: one torch thread (see the regimes notes)
+    small = eager.measure_regimes("add", 4, 8, budget_s=0.05, threads=1)
+    s = {n: p["median"] for n, p in zip(small["Ns"], small["series"]["add"])}
+    # 16× more elements, well under 2× the time: the overhead floor
+    assert s[2**8] < 2.0 * s[2**4], s
+    c = {n: p["median"] for n, p in zip(small["Ns"], small["series"]["complex_activation"])}
+    assert c[2**8] < 2.0 * c[2**4], c
+    # tensors ≥ 32 MiB (2^23 float32): glibc serves every allocation the same way (fresh pages
+    # from the OS), so the top of the range compares like with like
+    large = eager.measure_regimes("add", 23, 25, budget_s=0.05, with_activation=False, threads=1)
+    g = {n: p["median"] for n, p in zip(large["Ns"], large["series"]["add"])}
+    # 4× more elements: between 2× and 8× the time — about linear (bandwidth), not flat
+    assert 2.0 <= g[2**25] / g[2**23] <= 8.0, g
+    assert large["bandwidth_Bps"] > 1e8 and small["floors_s"]["add"] < 1e-3
+    json.dumps(large)
+
+
+# =======================================================================================
+# Panels: every live panel redraws on a control; bad input is one line
+# =======================================================================================
+def _fresh(panel):
+    panel._build()
+    panel.update()
+    assert panel.last_error is None, panel.last_error
+    return panel.renders, panel.last_png
+
+
+def test_panels_lists_every_live_cell():
+    assert set(eager.panels()) == {"timeline", "sync_trap", "regimes"}
+
+
+def test_timeline_panel_redraws_on_n():
+    p = eager.timeline(show=False)
+    n, png = _fresh(p)
+    p.controls["N"].value = 2**12
+    assert p.renders == n + 1 and p.last_png != png and p.last_error is None
+    assert p.last_values["N"] == 2**12
+
+
+def test_sync_trap_panel_redraws_on_workload():
+    p = eager.sync_trap(show=False)
+    n, png = _fresh(p)
+    p.controls["workload"].value = "complex_activation"
+    assert p.renders == n + 1 and p.last_png != png and p.last_error is None
+
+
+def test_regimes_panel_redraws_on_run_and_reuses_measured_points():
+    p = eager.regimes(show=False)
+    p.controls["N range"].value = (2**4, 2**10)
+    n, png = _fresh(p)
+    p.controls["op"].value = "mul"
+    p.button.click()  # the Run button's callback
+    assert p.renders == n + 1 and p.last_png != png and p.last_error is None
+    p.controls["op"].value = "add"
+    t0 = time.perf_counter()
+    p.button.click()  # points cached: a redraw, no new sweep
+    assert p.last_error is None and time.perf_counter() - t0 < 3.0
+
+
+def test_bad_input_is_one_line_and_the_panel_still_works(monkeypatch):
+    import demos.workloads as wl
+
+    p = eager.timeline(show=False)
+    n, _ = _fresh(p)
+    monkeypatch.setattr(wl, "free_memory_bytes", lambda device=None: 1000)  # "nothing free"
+    p.controls["N"].value = 2**13
+    assert p.last_error and "\n" not in p.last_error and "out of memory" in p.last_error
+    assert p.renders == n  # no figure drawn from a failed measurement
+    monkeypatch.undo()
+    p.controls["N"].value = 2**11
+    assert p.last_error is None and p.renders == n + 1
+
+
+def test_missing_jax_leaves_torch_half_of_the_trap(monkeypatch):
+    import demos.workloads as wl
+
+    def no_jax():
+        raise DemoError("JAX is not installed here (pip install 'jax[cpu]==0.10.2'); torch demos still run")
+
+    monkeypatch.setattr(wl, "require_jax", no_jax)
+    d = eager.measure_sync_trap("complex_activation", budget_s=0.02)
+    assert "error" in d["rows"]["jax_jit"] and "JAX is not installed" in d["rows"]["jax_jit"]["error"]
+    assert d["rows"]["torch_eager"]["ratio"] > 0
+    eager.figure_sync_trap(d)  # draws torch alone, with the one-line reason
+
+
+# =======================================================================================
+# Recorded runs: record → reference beside the live figure → recorded-only export
+# =======================================================================================
+@pytest.fixture(scope="module")
+def recorded_file(tmp_path_factory):
+    rec = Record.new(label="test record (CPU)")
+    eager.record(rec, quick=True)
+    rec.machine = dict(rec.machine, device="cuda", gpu_name="NVIDIA Test GPU", device_name="NVIDIA Test GPU")
+    path = tmp_path_factory.mktemp("rec") / "ref.json"
+    rec.save(path)
+    return path
+
+
+def test_record_fills_the_section(recorded_file):
+    rec = Record.load(recorded_file)
+    sec = rec.sections["eager"]
+    assert set(sec) == {"timeline", "sync_trap", "regimes"}
+    assert sec["timeline"]["counts"]["ops"] == 6 and sec["regimes"]["Ns"][0] == 2**4
+
+
+def test_live_figures_show_the_recorded_run_beside(recorded_file, monkeypatch):
+    monkeypatch.setenv("DEMOS_RESULTS", str(recorded_file))
+    ref = eager.recorded("timeline")
+    assert ref["recorded"] and "Test GPU" in ref["stamp"]
+    live = eager.measure_timeline(2**12)
+    fig = eager.figure_timeline(live, ref)
+    assert len(fig.axes[0].get_yticklabels()) == 4  # two lanes live + two lanes recorded
+    assert any("Recorded on" in t.get_text() for t in fig.texts)
+    trap = eager.figure_sync_trap(eager.measure_sync_trap("two_matmuls", budget_s=0.02),
+                                  eager.recorded("sync_trap"))
+    assert len(trap.axes) == 2
+    reg = eager.recorded("regimes")
+    rfig = eager.figure_regimes(eager.measure_regimes("add", 4, 8, budget_s=0.01), reg)
+    assert any("recorded" in (line.get_label() or "") for line in rfig.axes[0].get_lines())
+
+
+def test_recorded_only_draws_without_measuring(recorded_file, monkeypatch):
+    monkeypatch.setenv("DEMOS_RESULTS", str(recorded_file))
+    monkeypatch.setenv("DEMOS_STATIC", "1")
+
+    def boom(*a, **k):
+        raise AssertionError("measured although a recorded run was asked for")
+
+    monkeypatch.setattr(eager, "measure_timeline", boom)
+    monkeypatch.setattr(eager, "measure_sync_trap", boom)
+    monkeypatch.setattr(eager, "measure_regimes", boom)
+    for name, build in eager.panels().items():
+        p = build()
+        fig, _ = p.compute()
+        assert p.last_error is None and fig is not None, (name, p.last_error)
+        assert any("Recorded on" in t.get_text() for t in fig.texts), name
+
+
+# =======================================================================================
+# Notebook
+# =======================================================================================
+def test_notebook_executes_with_figures_and_no_errors():
+    nb, secs = executed_notebook("01_eager_mode.ipynb")
+    ARTIFACTS.mkdir(exist_ok=True)
+    (ARTIFACTS / "01_eager_mode.time.txt").write_text(f"{secs:.1f} s\n")
+    msg = f"01_eager_mode executed in {secs:.1f} s"
+    live = [c for c in nb.cells if c.cell_type == "code" and c.source.startswith("eager.")]
+    assert [c.source for c in live] == ["eager.timeline()", "eager.sync_trap()", "eager.regimes()"], msg
+    for c in nb.cells:
+        if c.cell_type != "code":
+            continue
+        assert not [o for o in c.outputs if o.output_type == "error"], (c.source, msg)
+        # no stray native logging (profiler start/stop lines) or warnings under a slide
+        assert not [o for o in c.outputs if o.output_type == "stream" and o.get("name") == "stderr"], \
+            (c.source, [o.get("text", "")[:200] for o in c.outputs], msg)
+    for c in live:
+        assert any("image/png" in o.get("data", {}) for o in c.outputs), (c.source, msg)
+        assert not any("⚠" in o.get("text", "") for o in c.outputs), (c.source, msg)
+    assert secs < 300, msg
+
+
+def test_notebook_structure():
+    import nbformat
+
+    from demos.nbtools import SLIDES_DIR, slide_count
+
+    nb = nbformat.read(SLIDES_DIR / "01_eager_mode.ipynb", as_version=4)
+    assert 10 <= slide_count(nb) <= 14
+    assert all(not c.get("outputs") for c in nb.cells if c.cell_type == "code")  # stored without outputs
+    cells = nb.cells
+    first_code = next(c for c in cells if c.cell_type == "code")
+    assert first_code.metadata["slideshow"]["slide_type"] == "skip" and "from demos import eager" in first_code.source
+    for i, c in enumerate(cells):  # every live cell is followed by speaker notes
+        if c.cell_type == "code" and c.source.startswith("eager."):
+            assert cells[i + 1].metadata["slideshow"]["slide_type"] == "notes"
+    assert "(02_what_compilers_do.ipynb)" in cells[-1].source.strip().splitlines()[-1]
+    for c in cells:  # code snippets on slides stay short
+        for block in c.source.split("```")[1::2]:
+            assert len(block.strip().splitlines()) <= 9, block
+
+
+# =======================================================================================
+# GPU forms of the claims (run with `pytest -m gpu` on a CUDA machine)
+# =======================================================================================
+@pytest.mark.gpu
+def test_gpu_claim_six_kernels():
+    d = eager.measure_timeline(20 * 2**20)
+    assert d["device_lane"] == "cuda"
+    assert d["counts"]["ops"] == 6 and d["counts"]["kernels"] >= 6, d["kernel_names"]
+
+
+@pytest.mark.gpu
+def test_gpu_claim_unsynchronised_timing_under_reports():
+    d = eager.measure_sync_trap("two_matmuls", budget_s=0.2)
+    t = d["rows"]["torch_eager"]
+    assert t["synced"]["median"] > 1.2 * t["returned"]["median"], t
+    from demos.devices import jax_backend
+
+    if jax_backend() == "gpu":
+        j = d["rows"]["jax_jit"]
+        assert j["synced"]["median"] > 1.5 * j["returned"]["median"], j
+
+
+@pytest.mark.gpu
+def test_gpu_claim_flat_then_linear():
+    d = eager.measure_regimes("add", 4, 28, budget_s=0.05)
+    s = {n: p["median"] for n, p in zip(d["Ns"], d["series"]["add"])}
+    assert s[2**10] < 1.5 * s[2**4], s
+    assert 2.5 <= s[2**28] / s[2**26] <= 6.0, s

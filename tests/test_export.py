@@ -1,0 +1,279 @@
+"""`make html` and `make pdf`: offline reveal.js slides and one PDF page per slide, every figure there.
+
+The sample deck (tests/fixtures) and every part in slides/ are exported once per session (parts
+reuse the executions of conftest.executed_notebook), served from 127.0.0.1 and printed by
+headless Debian chromium; the page PNGs land in test-artifacts/export/.
+"""
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from demos import export
+from demos.errors import DemoError
+from demos.nbtools import parts, slide_count
+
+from conftest import ARTIFACTS, executed_notebook, in_ci
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURE = ROOT / "tests" / "fixtures" / "sample_deck.ipynb"
+
+
+def require_browser() -> None:
+    try:
+        export.chromium_path()
+        import playwright.sync_api  # noqa: F401
+        if not (os.path.exists("/usr/bin/pdftoppm") or __import__("shutil").which("pdftoppm")):
+            raise DemoError("pdftoppm (poppler-utils) is missing")
+        if not export.assets_ready() and not __import__("shutil").which("npm"):
+            raise DemoError("npm is missing and node_modules/ is not installed")
+    except (DemoError, ImportError) as exc:
+        if in_ci():
+            pytest.fail(f"CI=true and a tool is missing: {exc}")
+        pytest.skip(f"cannot export here: {exc}")
+
+
+# -- unit tests (no browser) ------------------------------------------------------------
+def test_links_between_parts_point_at_the_exported_files():
+    html = '<a href="02_what_compilers_do.ipynb">next</a> <a href="https://x.org/a.ipynb">x</a>'
+    out = export.local_links(html)
+    assert 'href="02_what_compilers_do.slides.html"' in out and "https://x.org/a.ipynb" in out
+
+
+def test_remote_url_detection():
+    assert export.remote_urls('<script src="https://unpkg.com/x.js"></script>') == ["unpkg.com"]
+    assert export.remote_urls('<link href="//cdn.x.org/a.css">') == ["cdn.x.org"]
+    assert export.remote_urls("<style>@import url('https://fonts.googleapis.com/css');</style>") == ["fonts.googleapis.com"]
+    assert export.remote_urls("<script type=module>import mermaid from 'https://cdn.x/m.mjs';</script>") == ["cdn.x"]
+    assert export.remote_urls('<script src="_assets/require.js"></script><img src="http://127.0.0.1:1/a.png">') == []
+    assert export.remote_urls('<a href="https://pytorch.org/docs">a citation</a>') == []  # a link, not a request
+
+
+def test_package_json_pins_the_browser_assets():
+    import json
+
+    pkg = json.loads((ROOT / "package.json").read_text())
+    deps = pkg["dependencies"]
+    assert deps["reveal.js"].startswith("5.") and deps["@jupyter-widgets/html-manager"].startswith("0.20.")
+    assert deps["mathjax"].startswith("2.")  # nbconvert's reveal template calls the MathJax 2 API
+    lock = json.loads((ROOT / "package-lock.json").read_text())
+    assert lock["packages"]["node_modules/reveal.js"]["version"] == deps["reveal.js"]
+    for d in ("node_modules/", "build/"):
+        assert d in (ROOT / ".gitignore").read_text()
+
+
+# -- the session export -----------------------------------------------------------------
+class Exported:
+    def __init__(self, root: Path):
+        self.root = root
+        self.html_dir = root / "html"
+        self.pdf_dir = root / "pdf"
+        self.items: list[dict] = []
+        self.requests: list[str] = []
+        self.lecture: Path | None = None
+        self.pdf_seconds = 0.0
+
+
+def _page_of_cells(nb) -> list[int | None]:
+    """Which PDF page (1-based) each cell lands on (None: skipped / notes)."""
+    page, pages = 0, []
+    for i, c in enumerate(nb.cells):
+        st = c.get("metadata", {}).get("slideshow", {}).get("slide_type", "-")
+        if st in ("slide", "subslide") or (i == 0 and st not in ("skip", "notes")):
+            page += 1
+        pages.append(None if st in ("skip", "notes") else page)
+    return pages
+
+
+@pytest.fixture(scope="module")
+def exported(tmp_path_factory):
+    require_browser()
+    ex = Exported(tmp_path_factory.mktemp("export"))
+    ex.html_dir.mkdir()
+    ex.pdf_dir.mkdir()
+    export.copy_assets(ex.html_dir)
+    notebooks = [(FIXTURE, None)] + [(p, p.name) for p in parts()]
+    for path, part_name in notebooks:
+        if part_name:
+            nb, secs = executed_notebook(part_name)
+        else:
+            nb, secs, _ = export.execute_part(path, cache_dir=ex.root / "executed")
+        html = export.to_slides_html(nb, ex.html_dir, path.stem)
+        ex.items.append({"name": path.stem, "nb": nb, "html": html, "slides": slide_count(nb), "execute_s": secs})
+    t0 = time.perf_counter()
+    with export.serve(ex.html_dir) as base, export.browser() as ctx:
+        for it in ex.items:
+            it["pdf"] = export.print_pdf(ctx, base + it["html"].name, ex.pdf_dir / f"{it['name']}.pdf",
+                                         requests=ex.requests)
+            it["pages"] = export.pdf_pages(it["pdf"])
+        ex.lecture = export.unite([it["pdf"] for it in ex.items], ex.pdf_dir / "jit-lecture.pdf")
+        ex.pdf_seconds = time.perf_counter() - t0
+        # The plain slideshow view too (not the print view): walk it and measure each slide.
+        page = ctx.new_page()
+        page.on("request", lambda r: ex.requests.append(r.url))
+        for it in ex.items:
+            page.goto(base + it["html"].name, wait_until="load")
+            page.wait_for_function("window.__deckReady === true", timeout=120_000)
+            it["total"] = page.evaluate("Reveal.getTotalSlides()")
+            it["overflow"] = page.evaluate(OVERFLOW)
+        page.close()
+    out = ARTIFACTS / "export"
+    out.mkdir(parents=True, exist_ok=True)
+    with open(out / "export-times.txt", "w") as f:
+        for it in ex.items:
+            f.write(f"{it['name']}\t{it['slides']} slides\t{it['pages']} pages\texecuted in {it['execute_s']:.1f} s\n")
+        f.write(f"PDF printing of {len(ex.items)} decks: {ex.pdf_seconds:.1f} s; "
+                f"lecture PDF {ex.lecture.stat().st_size / 1e6:.2f} MB\n")
+    return ex
+
+
+OVERFLOW = """() => {
+  const out = [];
+  for (const s of Reveal.getSlides()) {
+    const idx = Reveal.getIndices(s);
+    Reveal.slide(idx.h, idx.v, 99);
+    const box = document.querySelector('.reveal .slides').getBoundingClientRect();
+    const scale = box.width / document.querySelector('.reveal .slides').offsetWidth || 1;
+    let bottom = 0;
+    for (const c of s.querySelectorAll('.jp-Cell')) {
+      const r = c.getBoundingClientRect();
+      if (r.height) bottom = Math.max(bottom, (r.bottom - box.top) / scale);
+    }
+    out.push({h: idx.h, v: idx.v, bottom});
+  }
+  Reveal.slide(0, 0);
+  return out;
+}"""
+
+
+@pytest.mark.slow
+@pytest.mark.browser
+def test_html_references_only_files_it_ships(exported):
+    for it in exported.items:
+        text = it["html"].read_text()
+        assert export.remote_urls(text) == [], it["name"]
+        for ref in re.findall(r'(?:src|href)="(_assets/[^"?#]+)', text):
+            assert (exported.html_dir / ref).exists(), f"{it['name']}: missing {ref}"
+        assert "_assets/reveal.js/dist/reveal.js" in text and "_assets/theme.css" in text
+
+
+@pytest.mark.slow
+@pytest.mark.browser
+def test_opening_the_export_makes_no_remote_request(exported):
+    assert exported.requests
+    hosts = {u.split("/")[2].split(":")[0] for u in exported.requests if "://" in u and not u.startswith("data:")}
+    assert hosts == {"127.0.0.1"}, f"requests left the machine: {sorted(hosts)}"
+    assert any("mathjax" in u.lower() for u in exported.requests)  # MathJax came from the build folder
+
+
+@pytest.mark.slow
+@pytest.mark.browser
+def test_exported_slides_count_and_fit(exported):
+    for it in exported.items:
+        assert it["total"] == it["slides"], f"{it['name']}: reveal shows {it['total']} slides, notebook has {it['slides']}"
+        for s in it["overflow"]:
+            assert s["bottom"] <= 722, f"{it['name']} slide {s['h']}.{s['v']} overflows 720 px: {s['bottom']:.0f}"
+
+
+@pytest.mark.slow
+@pytest.mark.browser
+def test_pdf_one_page_per_slide_and_the_lecture_has_them_all(exported):
+    for it in exported.items:
+        assert it["pages"] == it["slides"], f"{it['name']}: {it['pages']} PDF pages for {it['slides']} slides"
+    assert export.pdf_pages(exported.lecture) == sum(it["slides"] for it in exported.items)
+    info = subprocess.run(["pdfinfo", str(exported.items[0]["pdf"])], capture_output=True, text=True).stdout
+    w, h = map(float, re.search(r"Page size:\s+([\d.]+) x ([\d.]+)", info).groups())
+    assert abs(w / h - 16 / 9) < 0.02, info  # 1280×720 pages
+
+
+def _nonwhite_fraction(png: Path) -> float:
+    from PIL import Image
+
+    im = Image.open(png).convert("L")
+    hist = im.histogram()
+    return 1 - sum(hist[245:]) / (im.width * im.height)
+
+
+@pytest.mark.slow
+@pytest.mark.browser
+def test_every_pdf_page_renders_non_blank(exported):
+    out = ARTIFACTS / "export"
+    for it in exported.items:
+        prefix = out / f"{it['name']}-page"
+        for old in out.glob(f"{it['name']}-page-*.png"):
+            old.unlink()
+        subprocess.run(["pdftoppm", "-r", "40", "-png", str(it["pdf"]), str(prefix)], check=True)
+        pngs = sorted(out.glob(f"{it['name']}-page-*.png"))
+        assert len(pngs) == it["pages"]
+        for png in pngs:
+            frac = _nonwhite_fraction(png)
+            assert frac > 0.003, f"{png.name} is blank ({frac:.4f} of the page has ink)"
+
+
+def _pages_with_images(pdf: Path) -> set[int]:
+    out = subprocess.run(["pdfimages", "-list", str(pdf)], capture_output=True, text=True, check=True).stdout
+    pages = set()
+    for line in out.splitlines()[2:]:
+        cols = line.split()
+        if cols and cols[0].isdigit() and int(cols[3]) >= 200 and int(cols[4]) >= 100:  # width, height
+            pages.add(int(cols[0]))
+    return pages
+
+
+@pytest.mark.slow
+@pytest.mark.browser
+def test_pages_with_live_cells_contain_their_figure(exported):
+    for it in exported.items:
+        nb = it["nb"]
+        where = _page_of_cells(nb)
+        live_pages = {where[i] for i, c in enumerate(nb.cells) if c.cell_type == "code" and where[i]
+                      and any("image/png" in o.get("data", {}) for o in c.get("outputs", []))}
+        assert live_pages or it["name"] != "sample_deck"
+        missing = live_pages - _pages_with_images(it["pdf"])
+        assert not missing, f"{it['name']}: pages {sorted(missing)} have a live cell but no image in the PDF"
+
+
+# -- the CLI: progress, caching, recorded results ---------------------------------------
+@pytest.mark.slow
+@pytest.mark.browser
+def test_make_pdf_with_recorded_results_draws_the_record(tmp_path):
+    require_browser()
+    from demos.results import Record
+
+    rec = Record.new(label="a CPU stand-in for the H200 run")
+    rec_path = rec.save(tmp_path / "recorded.json")
+    env = dict(os.environ, DEMOS_BUILD_DIR=str(tmp_path / "build"))
+    t0 = time.perf_counter()
+    run = subprocess.run([sys.executable, "-m", "demos.export", "pdf", "--notebook", str(FIXTURE),
+                          "--results", str(rec_path), "--out", str(tmp_path / "pdf")],
+                         cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert "[1/1] sample_deck.ipynb: executing with recorded results recorded.json" in run.stdout
+    assert re.search(r"\[1/1\] sample_deck.pdf: 6 pages", run.stdout), run.stdout
+    assert (tmp_path / "pdf" / "jit-lecture.pdf").exists()
+    (ARTIFACTS / "export").mkdir(parents=True, exist_ok=True)
+    (ARTIFACTS / "export" / "cli-recorded-pdf.txt").write_text(run.stdout + f"\nwall {time.perf_counter() - t0:.1f} s\n")
+
+    # The recorded run drew a different figure than the live one, and the execution is cached.
+    recorded_nb, _, cached = export.execute_part(FIXTURE, rec_path, cache_dir=tmp_path / "build" / "executed")
+    assert cached
+    live_nb, _, cached_live = export.execute_part(FIXTURE, None, cache_dir=tmp_path / "build" / "executed")
+    assert not cached_live
+
+    def pngs(nb):
+        return [o["data"]["image/png"] for c in nb.cells if c.cell_type == "code" for o in c.outputs
+                if "image/png" in o.get("data", {})]
+
+    assert pngs(recorded_nb) and pngs(live_nb) and pngs(recorded_nb) != pngs(live_nb)
+
+
+def test_missing_results_file_is_one_clear_line(capsys):
+    assert export.main(["pdf", "--results", "assets/results/nope.json", "--notebook", str(FIXTURE)]) == 2
+    assert "no recorded results file" in capsys.readouterr().err

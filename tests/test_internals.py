@@ -1,0 +1,471 @@
+"""Part 4 — inside the compilers: parsers, claims (CPU and GPU forms), panels, record, notebook."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import demos  # noqa: F401  (environment before torch/JAX)
+from conftest import ARTIFACTS, executed_notebook
+from demos import internals
+from demos.errors import DemoError
+from demos.results import Record
+
+# A guard tree in the shape torch 2.13's `guards` log prints (trimmed by hand).
+TREE = """
+TREE_GUARD_MANAGER:
++- RootGuardManager
+| +- LAMBDA_GUARD: torch._functorch.aot_autograd.utils.top_saved_tensors_hooks ids == None  # x
+| +- GLOBAL_STATE: ___check_global_state() against {"grad_mode":true,"num_threads":2,"autocast_state":{"enabled":[false,false]}}
+| +- TORCH_FUNCTION_MODE_STACK: ___check_torch_function_mode_stack()
+| +- DEFAULT_DEVICE: utils_device.CURRENT_DEVICE == None                           # _dynamo/output_graph.py:1122
+| +- GuardManager: source=L['x'], accessed_by=FrameLocalsGuardAccessor(key='x', framelocals_idx=0)
+| | +- TENSOR_MATCH: check_tensor(L['x'], Tensor, DispatchKeySet(CUDA, BackendSelect, ADInplaceOrView, AutogradCUDA), torch.bfloat16, device=0, requires_grad=True, size=[32, 128], stride=[128, 1])  # a = f(x)  # t.py:3 in f
+| | +- DIMENSION_DYNAMIC_MARKING_GUARD: hasattr(L['x'], '_dynamo_dynamic_indices') == False  # a
+| | +- DIMENSION_DYNAMIC_MARKING_GUARD: hasattr(L['x'], '_dynamo_static_indices') == False  # a
+| | +- NO_TENSOR_ALIASING: check_no_aliasing(L['x'], L['y'])
+| +- GuardManager: source=G, accessed_by=GlobalsGuardAccessor, type=<class 'dict'>
+| | +- GuardManager: source=G['torch'], accessed_by=DictGetItemGuardAccessor('torch')
+| | | +- ID_MATCH: ___check_obj_id(G['torch'], 1401), type=<class 'module'>  # a
+| | | +- GuardManager: source=G['torch'].sin, accessed_by=GetAttrGuardAccessor(sin)
+| | | | +- ID_MATCH: ___check_obj_id(G['torch'].sin, 1402), type=<class 'builtin_function_or_method'>  # a
+"""
+
+
+# =======================================================================================
+# Parsers and drawing helpers (pure functions of text)
+# =======================================================================================
+def test_guard_leaves_count_checks_not_managers():
+    leaves = internals.guard_leaves(TREE)
+    kinds = [k for k, _ in leaves]
+    assert len(leaves) == 10
+    assert kinds.count("TENSOR_MATCH") == 1 and kinds.count("ID_MATCH") == 2
+    assert "GuardManager" not in " ".join(kinds)
+
+
+def test_plain_guards_say_dtype_device_shape_stride_in_words():
+    words = internals.plain_guards(TREE)
+    assert words[0] == "x: bfloat16 on cuda:0, shape [32,128], stride [128,1], requires grad"
+    assert "x: no dynamic-shape marks (2 checks)" in words
+    assert "x and y do not share memory" in words
+    assert "same objects: torch.sin" in words
+    assert any(w.startswith("global state unchanged (grad mode on, 2 threads, autocast off)") for w in words)
+    assert "no default-device override" in words and "no saved-tensor hooks" in words
+
+
+def test_failed_guard_strips_the_compile_id():
+    msg = ("Recompiling function f in /x.py:10\n    triggered by the following guard failure(s):\n"
+           "    - 0/1: tensor 'x' dtype mismatch. expected Double, actual Float\n"
+           "    - 0/0: tensor 'x' size mismatch at index 0. expected 1000, actual 500")
+    assert internals.failed_guard(msg) == "tensor 'x' dtype mismatch. expected Double, actual Float"
+    assert internals.failed_guard("nothing here") == ""
+
+
+def test_plain_reason_names_the_branch_and_the_print():
+    assert "data-dependent branch" in internals.plain_reason("generic_jump TensorVariable()")
+    assert "print" in internals.plain_reason("Failed to trace builtin operator\n Dynamo does not know how to "
+                                             "trace builtin operator `print` with argument types ['str']")
+
+
+def test_color_layers_partition_every_character():
+    lines = ["  %add.0 = f32[8]{0} add(%a, %b)  // sum", "def f(x):  # 'c'", "auto tmp0 = 1.5e3;"]
+    layers = internals.color_layers(lines)
+    assert {"comment", "shape", "call", "var", "keyword", "number"} <= set(layers)
+    for i, line in enumerate(lines):
+        rebuilt = [" "] * len(line)
+        for layer in layers.values():
+            for j, ch in enumerate(layer[i]):
+                if ch != " ":
+                    assert rebuilt[j] == " ", (line, j)  # no character drawn twice
+                    rebuilt[j] = ch
+        assert "".join(rebuilt).rstrip() == line.rstrip()
+
+
+def test_hlo_excerpt_puts_fusions_first_and_strips_metadata():
+    hlo = """HloModule m, entry_computation_layout={(f32[4]{0})->f32[4]{0}}
+
+ENTRY %main (x: f32[4]) -> f32[4] {
+  %x = f32[4]{0} parameter(0), metadata={op_name="x"}
+  ROOT %f = f32[4]{0} fusion(%x), kind=kLoop, calls=%fused_computation, metadata={op_name="y"}
+}
+
+%fused_computation (p: f32[4]) -> f32[4] {
+  %p = f32[4]{0} parameter(0)
+  ROOT %s = f32[4]{0} sine(%p), metadata={op_name="jit(f)/sin"}
+}
+"""
+    ex = internals.hlo_excerpt(hlo)
+    assert ex[0].startswith("%fused_computation")
+    assert any("sine(%p)" in ln for ln in ex) and any(ln.startswith("ENTRY") for ln in ex)
+    assert not any("metadata" in ln or "parameter(" in ln for ln in ex)
+    assert ex.index(next(ln for ln in ex if ln.startswith("ENTRY"))) > 1
+
+
+def test_cpp_kernel_folding_keeps_the_math_and_drops_the_plumbing():
+    body = """
+#include <torch/csrc/inductor/cpp_prefix.h>
+extern "C"  void  kernel(const float* in_ptr0,
+                       float* out_ptr0)
+{
+    std::atomic<int> inductor_cpu_integer_div_error{0};
+    for(int64_t x0=static_cast<int64_t>(0L); x0<static_cast<int64_t>(64L); x0+=static_cast<int64_t>(16L))
+    {
+        auto tmp0 = at::vec::Vectorized<float>::loadu(in_ptr0 + static_cast<int64_t>(x0), static_cast<int64_t>(16));
+        auto tmp1 = tmp0.sin();
+    }
+}
+"""
+    lines = internals._fold_cpp(body)
+    text = "\n".join(lines)
+    assert 'extern "C"  void  kernel(const float* in_ptr0, float* out_ptr0)' in text
+    assert "for(int64_t x0=0; x0<64; x0+=16)" in text and "Vec::loadu(in_ptr0 + x0, 16)" in text
+    assert "tmp0.sin()" in text and "#include" not in text and "integer_div_error" not in text
+    assert lines[-1].startswith("// (") and "folded" in lines[-1]
+
+
+# =======================================================================================
+# Claims the slides make (CPU path)
+# =======================================================================================
+def test_claim_branch_breaks_dynamo_with_the_if_line_and_jax_jit_refuses():
+    d = internals.measure_breaks("branch", fresh=True)
+    t = d["torch"]
+    assert t["breaks"] >= 1 and t["graphs"] >= 2
+    r = t["reasons"][0]
+    assert "data-dependent branch" in r["plain"]
+    assert r["source"].startswith("if y.sum() > 0") and r["line"] is not None
+    assert d["torch_matches"]
+    j = d["jax"]
+    assert not j["ok"] and j["error_type"] in ("TracerBoolConversionError", "ConcretizationTypeError")
+    assert "\n" not in j["error"] and j["error"]
+
+
+def test_claim_same_counts_as_torch_dynamo_explain():
+    import torch
+
+    d = internals.measure_breaks("branch")
+    x = internals._inputs_1d(d["N"], "float32")
+    ex = torch._dynamo.explain(internals.branch_torch)(x)  # resets Dynamo: fine inside a test
+    assert (ex.graph_count, ex.graph_break_count) == (d["torch"]["graphs"], d["torch"]["breaks"])
+
+
+def test_claim_print_breaks_dynamo_and_runs_once_at_trace_time_under_jit():
+    d = internals.measure_breaks("print", fresh=True)
+    assert d["torch"]["breaks"] >= 1 and "print" in d["torch"]["reasons"][0]["plain"]
+    assert d["torch"]["reasons"][0]["source"].startswith("print(")
+    j = d["jax"]
+    assert j["ok"] and len(j["printed"]) == 1, j  # three calls, one trace
+    assert "Tracer" in j["printed"][0] and j["matches"]
+
+
+@pytest.mark.parametrize("variant", ["where", "cond"])
+@pytest.mark.parametrize("sign", [1.0, -1.0])
+def test_claim_fixed_versions_are_one_graph_and_run_under_jit_with_matching_outputs(variant, sign):
+    v = internals.VARIANTS[variant]
+    internals._bind_frameworks(need_jax=True)
+    x = internals._inputs_1d(4096, "float32", sign=sign)
+    eager_branch = internals.branch_torch(x).numpy()  # the broken original, eager: the truth
+    ex = internals.explain_torch(v["torch"], x)
+    assert (ex["graphs"], ex["breaks"]) == (1, 0)
+    np.testing.assert_allclose(ex["output"].numpy(), eager_branch, rtol=2e-3, atol=2e-3)
+    ja = internals.jit_attempt(v["jax"], internals._to_jax(x))
+    assert ja["ok"], ja["error"]
+    np.testing.assert_allclose(np.asarray(ja["output"]), eager_branch, rtol=2e-3, atol=2e-3)
+
+
+def test_the_two_inputs_take_different_branches():
+    import torch
+
+    internals._bind_frameworks()
+    x = internals._inputs_1d(4096, "float32")
+    s = (torch.sin(x) * 2).sum().item(), (torch.sin(-x) * 2).sum().item()
+    assert s[0] * s[1] < 0, s
+
+
+def test_claim_complex_activation_is_one_fused_kernel_and_one_hlo_fusion():
+    d = internals.measure_pipeline("complex_activation", "small")
+    t, j = d["torch"], d["jax"]
+    assert "error" not in t and "error" not in j, (t.get("error"), j.get("error"))
+    assert t["counts"]["graphs"] == 1 and t["counts"]["kernels"] == 1 and t["counts"]["library calls"] == 0
+    if d["device"] == "cpu":
+        assert t["kernel_lang"] == "C++/OpenMP" and t["kernels"][0].startswith("cpp_fused_")
+        assert set(["sin", "cos", "mul", "relu"]) <= set(t["kernels"][0].split("_"))
+    assert j["counts"]["HLO fusions"] >= 1
+    code = "\n".join(t["stages"]["generated code"])
+    assert code.splitlines()[0].startswith("# kernel 1/1: " + t["kernels"][0])
+    assert "# wrapper: call(args)" in code
+    assert any("sin" in ln for ln in t["stages"]["FX graph"])
+    assert any("sin" in ln for ln in j["stages"]["jaxpr"]) and any("fusion(" in ln for ln in j["stages"]["optimized HLO"])
+    assert any("stablehlo.sine" in ln for ln in j["stages"]["StableHLO"])
+
+
+def test_claim_matmul_workload_keeps_library_calls_and_fuses_the_rest():
+    d = internals.measure_pipeline("mlp_block", "small")
+    c = d["torch"]["counts"]
+    assert c["library calls"] == 2 and 1 <= c["kernels"] <= 4, c
+    assert d["jax"]["counts"]["HLO fusions"] >= 2
+
+
+@pytest.mark.parametrize("change, words", [
+    ("dtype → float64", "dtype mismatch"),
+    ("dtype → bfloat16", "dtype mismatch"),
+    ("shape → N/2", "size mismatch"),
+    ("requires_grad → True", "requires_grad"),
+    ("non-contiguous (stride 2)", "stride mismatch"),
+])
+def test_claim_a_changed_input_recompiles_and_names_its_guard(change, words):
+    d = internals.measure_guards(change)
+    assert d["recompiled"] and d["compiles"] == 2
+    assert words in d["failed_guard"] and "'x'" in d["failed_guard"], d["failed_guard"]
+    assert [c["compiled"] for c in d["calls"]] == [True, False, True]
+
+
+def test_claim_same_properties_do_not_recompile_and_the_hit_is_cheaper():
+    d = internals.measure_guards(CHANGE_NOTHING := internals.CHANGES[0])
+    assert CHANGE_NOTHING.startswith("nothing")
+    assert not d["recompiled"] and d["compiles"] == 1 and d["failed_guard"] == ""
+    first, hit, _ = (c["seconds"] for c in d["calls"])
+    assert hit < first  # a guard check + call vs a capture (≥ 10x apart in practice)
+
+
+def test_claim_guards_in_plain_words_name_dtype_device_and_shape():
+    d = internals.measure_guards("dtype → float64")
+    N = d["N"]
+    dev = "cpu" if d["device"] == "cpu" else "cuda"
+    assert any(g.startswith(f"x: float32 on {dev}") and f"shape [{N}]" in g for g in d["guards_plain"])
+    assert any(g.startswith(f"y: float32 on {dev}") for g in d["guards_plain"])
+    assert d["guard_count"] >= 10
+
+
+def test_capture_cost_rows_are_measured_with_graph_counts():
+    d = internals.measure_capture_cost(2**14, budget_s=0.02)
+    rows = {r["key"]: r for r in d["rows"]}
+    assert set(rows) == {k for k, *_ in internals.COST_ROWS}
+    for r in rows.values():
+        assert "error" not in r, r
+        assert 0 < r["p10_s"] <= r["median_s"] <= r["p90_s"] and r["first_call_s"] > 0
+        assert r["matches_eager"], r["label"]
+    assert rows["compile_branch"]["graphs"] == 2
+    assert rows["compile_where"]["graphs"] == rows["compile_cond"]["graphs"] == 1
+    assert rows["eager"]["graphs"] == 0
+
+
+def test_rerunning_gives_the_same_answers():
+    a = internals.measure_breaks("branch", fresh=True)
+    b = internals.measure_breaks("branch", fresh=True)
+    assert (a["torch"]["graphs"], a["torch"]["breaks"], a["jax"]["error_type"]) == \
+        (b["torch"]["graphs"], b["torch"]["breaks"], b["jax"]["error_type"])
+    g1, g2 = internals.measure_guards("shape → N/2"), internals.measure_guards("shape → N/2")
+    assert (g1["failed_guard"], g1["compiles"]) == (g2["failed_guard"], g2["compiles"])
+
+
+def test_captures_do_not_reset_other_compiled_functions():
+    import torch
+
+    calls = []
+
+    def backend(gm, _):
+        calls.append(1)
+        return gm.forward
+
+    f = torch.compile(lambda t: torch.sin(t) + 1, backend=backend)
+    x = torch.randn(64)
+    f(x)
+    internals.measure_breaks("print", fresh=True)
+    internals.measure_guards("dtype → float64")
+    f(x)
+    assert len(calls) == 1  # still cached: nothing called torch._dynamo.reset()
+
+
+# =======================================================================================
+# Panels: each redraws on a control; bad input is one line; recorded runs are drawn
+# =======================================================================================
+def _ready(panel):
+    panel._build()
+    panel.update()
+    assert panel.last_error is None, panel.last_error
+    return panel.renders, panel.last_png
+
+
+def test_panels_lists_every_live_cell():
+    assert set(internals.panels()) == {"pipeline", "guards", "graph_breaks", "capture_cost"}
+
+
+@pytest.mark.parametrize("name, control, value", [
+    ("pipeline", "torch_stage", "FX graph"),
+    ("pipeline", "jax_stage", "jaxpr"),
+    ("guards", "change", "shape → N/2"),
+    ("graph_breaks", "variant", "where"),
+    ("capture_cost", "N", 2**14),
+])
+def test_each_panel_redraws_when_a_control_moves(name, control, value):
+    p = internals.panels()[name]()
+    if name == "capture_cost":
+        p.controls["N"].value = 2**13
+    if name == "pipeline":
+        p.controls["size"].value = "small"
+    n, png = _ready(p)
+    p.controls[control].value = value
+    if p.run_button:
+        p.update()
+    assert p.last_error is None, p.last_error
+    assert p.renders == n + 1 and p.last_png != png
+    assert p.last_values[control] == value
+
+
+def test_bad_input_is_one_line_and_the_panel_still_works(monkeypatch):
+    p = internals.graph_breaks(show=False)
+    n, _ = _ready(p)
+
+    def no_jax():
+        raise DemoError("JAX is not installed here (pip install 'jax[cpu]==0.10.2'); torch demos still run")
+
+    # a broken capture (e.g. a missing compiler) is one line; the figure keeps its last state
+    monkeypatch.setattr(internals, "explain_torch", lambda *a, **k: (_ for _ in ()).throw(
+        RuntimeError("InvalidCxxCompiler: no working C++ compiler found\nlong traceback")))
+    internals._BREAK_CACHE.clear()
+    p.controls["variant"].value = "print"
+    assert p.last_error and "\n" not in p.last_error and "C++ compiler" in p.last_error
+    assert p.renders == n
+    monkeypatch.undo()
+    # JAX missing: the torch side still draws, the JAX side says so in one line
+    monkeypatch.setattr(internals, "require_jax", no_jax)
+    internals._BREAK_CACHE.clear()
+    saved = {k: internals.__dict__.pop(k) for k in ("jax", "jnp") if k in internals.__dict__}
+    try:
+        p.controls["variant"].value = "cond"
+        assert p.last_error is None and p.renders == n + 1
+        d = internals.measure_breaks("cond")
+        assert d["jax"]["error_type"] == "missing" and d["jax"]["error"].startswith("JAX is not installed")
+    finally:
+        internals.__dict__.update(saved)
+        internals._BREAK_CACHE.clear()
+    monkeypatch.undo()
+    p.controls["variant"].value = "branch"
+    assert p.last_error is None and p.renders == n + 2
+
+
+def test_out_of_range_size_is_refused_in_one_line():
+    with pytest.raises(DemoError, match="outside"):
+        internals.measure_capture_cost(2**40)
+    with pytest.raises(DemoError, match="unknown change"):
+        internals.measure_guards("device → moon")
+
+
+@pytest.fixture(scope="module")
+def cpu_record(tmp_path_factory):
+    rec = Record.new(label="test record (CPU)")
+    internals.record(rec, quick=True)
+    path = tmp_path_factory.mktemp("rec") / "cpu-record.json"
+    rec.save(path)
+    return path
+
+
+def test_record_stores_every_panel(cpu_record):
+    sec = Record.load(cpu_record).sections["internals"]
+    assert set(sec) == {"pipeline", "guards", "breaks", "capture_cost"}
+    assert sec["pipeline"]["complex_activation"]["torch"]["counts"]["kernels"] == 1
+    assert sec["guards"]["recompiled"] and set(sec["breaks"]) == set(internals.VARIANTS)
+    assert len(sec["capture_cost"]["rows"]) == len(internals.COST_ROWS)
+
+
+def test_live_figures_show_the_reference_beside(cpu_record, monkeypatch):
+    monkeypatch.setenv("DEMOS_RESULTS", str(cpu_record))
+    monkeypatch.setattr(internals.ui, "recorded_only", lambda: False)
+    for name in ("pipeline", "capture_cost"):
+        p = internals.panels()[name]()
+        if name == "capture_cost":
+            p.controls["N"].value = 2**13
+        fig, _ = p.compute()
+        assert p.last_error is None, (name, p.last_error)
+        texts = [t.get_text() for t in fig.texts] + [t.get_text() for ax in fig.axes for t in ax.texts]
+        legends = [t.get_text() for ax in fig.axes if ax.get_legend() for t in ax.get_legend().get_texts()]
+        assert any("recorded" in t for t in texts + legends), (name, texts, legends)
+
+
+def test_recorded_only_draws_without_measuring(cpu_record, monkeypatch):
+    monkeypatch.setenv("DEMOS_RESULTS", str(cpu_record))
+    monkeypatch.setenv("DEMOS_STATIC", "1")
+
+    def boom(*a, **k):
+        raise AssertionError("measured although a recorded run was asked for")
+
+    for m in ("measure_pipeline", "measure_guards", "measure_breaks", "measure_capture_cost"):
+        monkeypatch.setattr(internals, m, boom)
+    for name, build in internals.panels().items():
+        p = build()
+        fig, _ = p.compute()
+        assert p.last_error is None and fig is not None, (name, p.last_error)
+        assert any(t.get_text().startswith("Recorded on") for t in fig.texts), name
+
+
+# =======================================================================================
+# GPU forms of the claims (run with `pytest -m gpu` on a CUDA machine)
+# =======================================================================================
+@pytest.mark.gpu
+def test_gpu_complex_activation_is_one_triton_kernel_and_one_fusion():
+    d = internals.measure_pipeline("complex_activation")
+    t = d["torch"]
+    assert t["kernel_lang"] == "Triton" and t["counts"]["kernels"] == 1, t.get("kernels")
+    assert t["kernels"][0].startswith("triton_")
+    assert d["jax"]["counts"]["HLO fusions"] >= 1
+    assert any("tl.load" in ln or "tl.store" in ln for ln in t["stages"]["generated code"])
+
+
+@pytest.mark.gpu
+def test_gpu_guards_name_the_cuda_device_and_dtype_change_recompiles():
+    d = internals.measure_guards("dtype → float64")
+    assert any(g.startswith("x: float32 on cuda") for g in d["guards_plain"]), d["guards_plain"]
+    assert d["recompiled"] and "dtype mismatch" in d["failed_guard"]
+
+
+@pytest.mark.gpu
+def test_gpu_one_graph_where_beats_the_broken_compile():
+    d = internals.measure_capture_cost(budget_s=0.3)
+    rows = {r["key"]: r for r in d["rows"]}
+    assert rows["compile_branch"]["graphs"] == 2
+    assert rows["compile_where"]["median_s"] < rows["compile_branch"]["median_s"], rows
+
+
+# =======================================================================================
+# The notebook
+# =======================================================================================
+LIVE = ["internals.pipeline()", "internals.guards()", "internals.graph_breaks()", "internals.capture_cost()"]
+
+
+def test_notebook_structure():
+    import nbformat
+
+    from demos.nbtools import SLIDES_DIR, slide_count
+
+    nb = nbformat.read(SLIDES_DIR / "04_inside_the_compilers.ipynb", as_version=4)
+    assert 12 <= slide_count(nb) <= 16
+    cells = nb.cells
+    assert cells[1].cell_type == "code" and cells[1].metadata["slideshow"]["slide_type"] == "skip"
+    assert "from demos import internals" in cells[1].source
+    live = [i for i, c in enumerate(cells) if c.cell_type == "code" and c.source.startswith("internals.")]
+    assert [cells[i].source for i in live] == LIVE
+    for i in live:
+        assert cells[i + 1].metadata["slideshow"]["slide_type"] == "notes"
+        assert "CPU" in cells[i + 1].source and "GPU" in cells[i + 1].source and "slow" in cells[i + 1].source
+    assert "(05_the_bill.ipynb)" in cells[-1].source
+    for c in cells:
+        if c.cell_type == "markdown" and "```" in c.source:
+            assert len(c.source.split("```")[1].strip().splitlines()) <= 8, c.source
+
+
+def test_notebook_executes_headless_with_figures():
+    nb, secs = executed_notebook("04_inside_the_compilers.ipynb")
+    ARTIFACTS.mkdir(exist_ok=True)
+    (ARTIFACTS / "04_inside_the_compilers.time.txt").write_text(f"{secs:.1f} s\n")
+    msg = f"04_inside_the_compilers executed in {secs:.1f} s"
+    live = [c for c in nb.cells if c.cell_type == "code" and c.source.startswith("internals.")]
+    assert [c.source for c in live] == LIVE, msg
+    for c in nb.cells:
+        if c.cell_type != "code":
+            continue
+        assert not [o for o in c.outputs if o.output_type == "error"], (c.source, msg)
+        assert not [o for o in c.outputs if o.output_type == "stream" and o.get("name") == "stderr"], \
+            (c.source, [o.get("text", "")[:200] for o in c.outputs], msg)
+    for c in live:
+        assert any("image/png" in o.get("data", {}) for o in c.outputs), (c.source, msg)
+        assert not any("⚠" in o.get("text", "") for o in c.outputs), (c.source, msg)
+    assert secs < 300, msg

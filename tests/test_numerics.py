@@ -1,0 +1,108 @@
+"""Part 5 — numerics: compiled vs eager differ slightly, within the stated tolerance."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import demos  # noqa: F401  (environment before torch/JAX)
+from demos import numerics as nu
+from demos.errors import DemoError
+from demos.workloads import tolerance
+
+
+def test_diff_stats_by_hand():
+    a = np.array([1.0, 2.0, 0.0, 100.0])
+    b = np.array([1.0, 2.001, 0.0, 100.1])
+    s = nu.diff_stats(a, b, "float32")  # atol = rtol = 2e-3
+    assert s["max_abs"] == pytest.approx(0.1)
+    assert s["max_rel"] == pytest.approx(0.1 / 100.1)
+    # share of tolerance: 0.001/(0.002+0.002*2.001) and 0.1/(0.002+0.2002): the larger
+    assert s["tol_used"] == pytest.approx(0.1 / (0.002 + 0.002 * 100.1))
+    assert s["differ_frac"] == 0.5 and s["n"] == 4
+    with pytest.raises(DemoError):
+        nu.diff_stats(np.zeros(3), np.zeros(4), "float32")
+
+
+def test_unknown_dtype_is_one_line():
+    with pytest.raises(DemoError, match="unknown dtype"):
+        nu.measure("chain", "int8")
+
+
+@pytest.mark.parametrize("dtype", nu.DTYPES)
+@pytest.mark.parametrize("workload", nu.WORKLOADS)
+def test_fused_and_eager_agree_within_the_stated_tolerance(workload, dtype):
+    d = nu.measure(workload, dtype)
+    assert d["tolerance"] == tolerance(dtype)
+    assert d["pairs"], "no compiled/eager pair measured"
+    for pair, s in d["pairs"].items():
+        assert s["tol_used"] <= 1.0, (pair, s)
+
+
+def test_float32_differences_are_tiny():
+    for w in ("complex_activation", "mlp_block"):
+        for pair, s in nu.measure(w, "float32")["pairs"].items():
+            assert s["max_abs"] < 1e-4, (w, pair, s)
+
+
+def test_bf16_difference_is_visible_and_compiled_is_closer_to_float64():
+    """The slide's example: complex_activation in bf16. Eager rounds each of 5 intermediates to
+    bf16; the fused kernel computes in float32 and rounds once — so outputs visibly differ and the
+    compiled one is nearer the float64 answer."""
+    d = nu.measure("complex_activation", "bfloat16")
+    s = d["pairs"]["torch_compile|torch_eager"]
+    assert s["max_abs"] >= 2 ** -6  # at least one bf16 step at |x|~1
+    assert s["differ_frac"] > 0.01
+    err = {b: v["max_abs"] for b, v in d["vs_float64"].items()}
+    assert err["torch_compile"] < err["torch_eager"], err
+
+
+def test_numerics_panel_redraws_on_dtype_and_workload():
+    p = nu.live(show=False)
+    p._build()
+    p.update()
+    assert p.last_error is None, p.last_error
+    n, png = p.renders, p.last_png
+    p.controls["dtype"].value = "float32"
+    assert p.renders == n + 1 and p.last_png != png and p.last_error is None
+    png = p.last_png
+    p.controls["workload"].value = "chain"
+    assert p.renders == n + 2 and p.last_png != png
+    assert "<table" in p.last_html
+
+
+def test_numerics_panel_bad_input_one_line(monkeypatch):
+    p = nu.live(show=False)
+    p._build()
+    p.update()
+    n = p.renders
+
+    def oom(*a, **k):
+        raise DemoError("out of memory at N=268,435,456 (float32): needs ~30 GiB — pick a smaller size")
+
+    monkeypatch.setattr(nu, "prepare", oom)
+    nu._CACHE.clear()
+    p.controls["workload"].value = "two_matmuls"
+    assert p.last_error and "\n" not in p.last_error and "out of memory" in p.last_error
+    monkeypatch.undo()
+    p.controls["workload"].value = "chain"
+    assert p.last_error is None and p.renders == n + 1
+
+
+def test_figure_draws_a_reference_beside():
+    d = nu.measure("complex_activation", "float32")
+    fig = nu.figure(d, reference=d, ref_stamp="NVIDIA H200 · 2026-11-01")
+    assert len(fig.axes) == 2
+    assert fig.axes[0].get_legend() is not None
+
+
+@pytest.mark.gpu
+def test_gpu_fused_and_eager_agree_within_tolerance():
+    for w in nu.WORKLOADS:
+        for dt in nu.DTYPES:
+            d = nu.measure(w, dt, use_cache=False)
+            for pair, s in d["pairs"].items():
+                assert s["tol_used"] <= 1.0, (w, dt, pair, s)
+    d = nu.measure("complex_activation", "bfloat16", use_cache=False)
+    err = {b: v["max_abs"] for b, v in d["vs_float64"].items()}
+    assert d["pairs"]["torch_compile|torch_eager"]["max_abs"] > 0
+    assert err["torch_compile"] <= err["torch_eager"], err

@@ -1,0 +1,343 @@
+"""Part 5 — the bill: compile latency, recompilation (counted, not assumed), the live panels."""
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+import demos  # noqa: F401  (environment before torch/JAX)
+from demos import recompilation as rc
+from demos.errors import DemoError
+from conftest import executed_notebook
+
+LENGTHS = rc.sweep_lengths(12, 6)  # 18 calls, 12 distinct lengths: more than the recompile limit
+
+
+# ---------------------------------------------------------------------------------------
+# Unit tests
+# ---------------------------------------------------------------------------------------
+def test_bucket_of_rounds_up_to_multiples():
+    assert rc.bucket_of(1, 64) == 64
+    assert rc.bucket_of(64, 64) == 64
+    assert rc.bucket_of(65, 64) == 128
+    assert rc.bucket_of(200, 64) == 256
+    with pytest.raises(DemoError):
+        rc.bucket_of(0, 64)
+
+
+def test_sweep_lengths_are_deterministic_and_distinct():
+    a = rc.sweep_lengths(12, 6)
+    assert a == rc.sweep_lengths(12, 6)
+    assert len(a) == 18
+    assert len(set(a[:12])) == 12  # the first 12 calls are all new lengths
+    assert set(a[12:]) <= set(a[:12])  # the repeats reuse seen lengths
+    d = rc.sweep_defaults("cpu")
+    assert all(d["S_min"] < s <= d["S_max"] for s in a)
+    with pytest.raises(DemoError):
+        rc.sweep_lengths(0)
+
+
+def test_break_even_by_hand():
+    # 2 s of compiling, 10 ms eager vs 6 ms compiled: 4 ms saved per call → 500 calls
+    assert rc.break_even(2.0, 0.010, 0.006) == pytest.approx(500)
+    assert math.isinf(rc.break_even(2.0, 0.006, 0.010))  # slower compiled: never pays
+    assert rc._fmt_calls(math.inf).startswith("never")
+    assert rc._fmt_calls(0.4) == "1 call"
+
+
+def test_reason_parsers():
+    torch_msg = ("Recompiling function step in <x>:2\n    triggered by the following guard failure(s):\n"
+                 "    - 0/1: tensor 'x' size mismatch at index 1. expected 64, actual 65\n"
+                 "    - 0/0: tensor 'x' size mismatch at index 1. expected 32, actual 65")
+    assert rc.torch_reason(torch_msg) == "tensor 'x' size mismatch at index 1. expected 64, actual 65"
+    jax_msg = ("TRACING CACHE MISS at f.py:1 (<module>):\n  for step defined at <x>:2\n  all previously seen "
+               "cache keys differ. For the closest previous key:\n  different input types:\n"
+               "  * at x, now f32[4,50,64] and before f32[4,37,64]")
+    assert rc.jax_reason(jax_msg) == "at x, now f32[4,50,64] and before f32[4,37,64]"
+
+
+def test_summarize_by_hand():
+    evs = [rc.Event(0, 10, 10, 1.0, compiled=True), rc.Event(1, 10, 10, 0.01),
+           rc.Event(2, 11, 11, 0.03, fallback=True), rc.Event(3, 10, 10, 0.02)]
+    s = rc.summarize(evs)
+    assert s["compiles"] == 1 and s["compile_s"] == 1.0
+    assert s["steady_s"] == pytest.approx(0.02)
+    assert s["fallback_calls"] == 1 and s["distinct_lengths"] == 2
+    assert s["total_s"] == pytest.approx(1.06)
+
+
+def test_unknown_mode_is_one_line():
+    with pytest.raises(DemoError, match="unknown mode"):
+        rc.Session("fast")
+
+
+# ---------------------------------------------------------------------------------------
+# The claims of the recompilation slides, counted on this machine
+# ---------------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def sweeps():
+    return rc.measure_modes(LENGTHS)
+
+
+def _n_buckets(lengths, bucket):
+    return len({rc.bucket_of(s, bucket) for s in lengths})
+
+
+def test_static_compiles_once_per_shape_until_the_limit_then_runs_eager(sweeps):
+    d = sweeps["modes"]["static"]
+    limit = rc.recompile_limit()
+    assert limit == 8  # torch's default, as the slides say
+    distinct = len(set(LENGTHS))
+    assert distinct > limit
+    assert d["compiles"] == limit, d["summary"]
+    # one compile per new shape, in order, for the first `limit` shapes; repeats never compile
+    compiled_calls = [e["i"] for e in d["events"] if e["compiled"]]
+    assert compiled_calls == list(range(limit))
+    # then it stops compiling: the limit was hit at the next new shape, which ran eager
+    assert d["limit_hit_at"] == limit
+    assert "recompile_limit" in d["limit_message"]
+    fallback = [e for e in d["events"] if e["fallback"]]
+    assert {e["S"] for e in fallback} == set(LENGTHS[limit:distinct])
+    assert all(not e["compiled"] for e in d["events"][limit:])
+    # each recompile names the failed guard (the size of x)
+    reasons = [e["reason"] for e in d["events"] if e["compiled"]][1:]
+    assert all("size mismatch" in r for r in reasons), reasons
+
+
+def test_automatic_dynamic_compiles_at_most_twice(sweeps):
+    d = sweeps["modes"]["auto"]
+    assert 1 <= d["compiles"] <= 2
+    assert d["events"][1]["symbolic"] if d["compiles"] == 2 else True
+
+
+def test_mark_dynamic_compiles_once(sweeps):
+    assert sweeps["modes"]["mark_dynamic"]["compiles"] == 1
+
+
+def test_buckets_compile_at_most_once_per_bucket(sweeps):
+    d = sweeps["modes"]["bucket"]
+    n = _n_buckets(LENGTHS, d["bucket"])
+    assert d["compiles"] == n <= 4
+    assert d["summary"]["fallback_calls"] == 0
+
+
+def test_jax_jit_compiles_once_per_shape_and_once_per_bucket(sweeps):
+    if "jax_jit" not in sweeps["modes"]:
+        pytest.skip("JAX not installed")
+    assert sweeps["modes"]["jax_jit"]["compiles"] == len(set(LENGTHS))
+    b = sweeps["modes"]["jax_bucket"]
+    assert b["compiles"] == _n_buckets(LENGTHS, b["bucket"])
+    reasons = [e["reason"] for e in sweeps["modes"]["jax_jit"]["events"] if e["compiled"]][1:]
+    assert all("now f32" in r and "before f32" in r for r in reasons), reasons
+
+
+def test_recompiling_every_shape_is_slower_than_eager(sweeps):
+    """The recurring trap: the static sweep's total time exceeds eager's by far."""
+    static = sweeps["modes"]["static"]["summary"]["total_s"]
+    eager = sweeps["modes"]["eager"]["summary"]["total_s"]
+    assert static > 2 * eager, (static, eager)
+    assert sweeps["modes"]["eager"]["compiles"] == 0
+
+
+def test_rerunning_the_sweep_gives_the_same_counts(sweeps):
+    again = rc.measure_modes(LENGTHS, modes=("static", "auto", "bucket", "jax_jit"))
+    for m, d in again["modes"].items():
+        assert d["compiles"] == sweeps["modes"][m]["compiles"], m
+        assert [e["compiled"] for e in d["events"]] == [e["compiled"] for e in sweeps["modes"][m]["events"]], m
+
+
+# ---------------------------------------------------------------------------------------
+# Compile latency: cold vs warm (fresh processes, fresh temporary caches)
+# ---------------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def latency_panel():
+    p = rc.compile_latency(show=False)
+    p._build()
+    p.controls["workload"].value = "complex_activation"
+    p.update()
+    return p
+
+
+def test_cold_compile_is_slower_than_warm_cache(latency_panel, artifacts):
+    p = latency_panel
+    assert p.last_error is None, p.last_error
+    assert p.renders == 1 and p.last_png
+    data = rc._LAST["compile_latency"]
+    (artifacts / "compile_latency.json").write_text(json.dumps(data, indent=1))
+    t = data["backends"]["torch_compile"]
+    assert t["cold"]["first_s"] > 1.5 * t["warm"]["first_s"], (t["cold"]["first_s"], t["warm"]["first_s"])
+    assert t["cold"]["first_s"] > 10 * t["steady_s"]
+    if "jax_jit" in data["backends"]:
+        j = data["backends"]["jax_jit"]
+        # the XLA compile step proper: compiling from scratch vs loading from the persistent cache
+        key = "XLA compile (or cache load)"
+        assert j["cold"]["parts"][key] > j["warm"]["parts"][key], (j["cold"]["parts"], j["warm"]["parts"])
+    for e in data["backends"].values():
+        for k in ("cold", "warm"):
+            be = e[k]["break_even_calls"]
+            expected = rc.break_even(e[k]["compile_s"], e["eager_s"], e["steady_s"])
+            assert be == expected or (math.isinf(be) and math.isinf(expected))
+
+
+# ---------------------------------------------------------------------------------------
+# Live panels: controls drive redraws, bad input is one line, recorded runs draw
+# ---------------------------------------------------------------------------------------
+def test_live_panel_slider_calls_and_redraws():
+    p = rc.recompile_live(show=False)
+    p._build()
+    p.update()
+    n, png = p.renders, p.last_png
+    s = p.sessions["static"]
+    compiles = s.compiles
+    p.controls["S"].value = 100  # a new shape: one call, one recompile
+    assert p.renders == n + 1 and p.last_png != png
+    assert p.last_error is None
+    assert s.compiles == compiles + 1 and s.events[-1].compiled and s.events[-1].S == 100
+    p.controls["S"].value = 64  # a seen shape: no compile
+    assert s.compiles == compiles + 1 and not s.events[-1].compiled
+    # switching mode starts that mode's own session from zero
+    p.controls["mode"].value = "mark_dynamic"
+    assert p.sessions["mark_dynamic"].compiles == 1 and p.last_error is None
+
+
+def test_live_panel_sweep_and_reset_give_the_same_counts():
+    p = rc.recompile_live(show=False)
+    p._build()
+    p.controls["mode"].value = "bucket"
+    lengths = [30, 70, 100, 40, 130]
+    first = p.sweep(lengths).compiles
+    assert first == _n_buckets(lengths, p.sessions["bucket"].bucket) == 3
+    p.reset()
+    assert p.sweep(lengths).compiles == first
+    assert p.last_error is None and p.renders >= 3
+
+
+def test_bad_input_is_one_line_and_panel_survives(monkeypatch):
+    p = rc.recompile_live(show=False)
+    p._build()
+    p.update()
+    n = p.renders
+
+    def no_jax():
+        raise DemoError("JAX is not installed here (pip install 'jax[cpu]==0.10.2'); torch demos still run")
+
+    monkeypatch.setattr(rc, "require_jax", no_jax)
+    p.controls["mode"].value = "jax_jit"
+    assert p.last_error and "\n" not in p.last_error and "JAX is not installed" in p.last_error
+    monkeypatch.undo()
+    p.controls["mode"].value = "eager"
+    assert p.last_error is None and p.renders == n + 1
+
+
+def test_compare_modes_panel_runs_and_redraws():
+    p = rc.compare_modes(show=False)
+    p._build()
+    p.controls["distinct"].value = 3
+    p.update()
+    assert p.last_error is None, p.last_error
+    png = p.last_png
+    table = rc.modes_table(rc._LAST["modes"])
+    assert "<table" in table and "dynamic=False" in table and table.count("<tr>") == 1 + len(rc.available_modes())
+    p.controls["distinct"].value = 4
+    p.update()
+    assert p.renders == 2 and p.last_png != png
+    assert rc._LAST["modes"]["modes"]["static"]["compiles"] == 4
+
+
+def test_panels_lists_every_live_panel():
+    assert set(rc.panels()) == {"recompile_live", "numerics", "compare_modes", "compile_latency"}
+
+
+def test_recorded_run_is_drawn_beside_and_instead(tmp_path, monkeypatch, sweeps, latency_panel):
+    """A record made on this CPU stands in for a GPU reference run."""
+    from demos.results import Record
+
+    rec = Record.new(label="test reference")
+    rec.sections[rc.TOPIC] = {"modes": sweeps, "compile_latency": rc._LAST["compile_latency"],
+                              "numerics": {}}
+    path = rec.save(tmp_path / "ref.json")
+    monkeypatch.setenv("DEMOS_RESULTS", str(path))
+    monkeypatch.setenv("DEMOS_STATIC", "1")
+    from demos import ui
+
+    assert ui.recorded_only()
+    p = rc.compare_modes(show=False)
+    p.update()
+    assert p.last_error is None and p.last_png
+    live = rc.recompile_live(show=False)
+    live.update()
+    assert live.last_error is None and live.renders == 1
+    lat = rc.compile_latency(show=False)
+    lat.update()
+    assert lat.last_error is None
+    # beside: the live figure takes the reference and still draws
+    ref, stamp = rc._reference_section()
+    assert ref is not None and "CPU" in stamp
+    fig = rc.figure_modes(sweeps, ref["modes"], stamp)
+    assert len(fig.axes) == 2
+    fig = rc.figure_compile_latency(rc._LAST["compile_latency"], ref["compile_latency"], stamp)
+    assert fig.axes
+
+
+def test_record_hook_shape(monkeypatch):
+    """record() fills the section the figures read (measurements stubbed: shape only)."""
+    from demos import numerics
+    from demos.results import Record
+
+    monkeypatch.setattr(rc, "measure_modes", lambda lengths: {"modes": {}, "lengths": lengths})
+    monkeypatch.setattr(rc, "measure_compile_latency", lambda w: {"workload": w, "backends": {}})
+    monkeypatch.setattr(numerics, "measure_all", lambda quick=False: {"x": 1})
+    rec = Record.new()
+    rc.record(rec, quick=True)
+    sec = rec.sections[rc.TOPIC]
+    assert set(sec) == {"modes", "compile_latency", "numerics"}
+    assert len(sec["modes"]["lengths"]) == 12
+
+
+# ---------------------------------------------------------------------------------------
+# The notebook
+# ---------------------------------------------------------------------------------------
+LIVE_CALLS = ("compile_latency()", "recompile_live()", "compare_modes()", "numerics.live()")
+
+
+@pytest.mark.slow
+def test_notebook_executes_with_figures(artifacts):
+    nb, secs = executed_notebook("05_the_bill.ipynb")
+    msg = f"05_the_bill executed headless in {secs:.1f} s"
+    (artifacts / "05_the_bill.time.txt").write_text(msg + "\n")
+    errors = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs if o.output_type == "error"]
+    assert not errors, msg
+    live = [c for c in nb.cells if c.cell_type == "code" and any(k in c.source for k in LIVE_CALLS)]
+    assert len(live) == 4, msg
+    for c in live:
+        pngs = [o for o in c.outputs if "image/png" in o.get("data", {})]
+        assert pngs, f"{c.source!r} has no figure; {msg}"
+        text = "".join(o.get("text", "") for o in c.outputs)
+        assert "⚠" not in text, f"{c.source!r}: {text}; {msg}"
+    assert secs < 600, msg
+    # structure: setup first, notes after every live cell, link at the end
+    code_cells = [c for c in nb.cells if c.cell_type == "code"]
+    assert code_cells[0].metadata["slideshow"]["slide_type"] == "skip"
+    for i, c in enumerate(nb.cells):
+        if c in live:
+            assert nb.cells[i + 1].metadata["slideshow"]["slide_type"] == "notes"
+    assert "01_eager_mode.ipynb" in nb.cells[-1].source
+    from demos.nbtools import slide_count
+
+    assert 12 <= slide_count(nb) <= 18
+
+
+@pytest.mark.gpu
+def test_gpu_recompilation_counts_and_latency():
+    """The same claims on a GPU: counts do not depend on the device; cold > warm."""
+    d = rc.measure_modes(LENGTHS, modes=("static", "auto", "mark_dynamic", "bucket", "eager"))
+    assert d["modes"]["static"]["compiles"] == rc.recompile_limit()
+    assert d["modes"]["static"]["limit_hit_at"] == rc.recompile_limit()
+    assert d["modes"]["auto"]["compiles"] <= 2
+    assert d["modes"]["mark_dynamic"]["compiles"] == 1
+    assert d["modes"]["bucket"]["compiles"] == _n_buckets(LENGTHS, d["modes"]["bucket"]["bucket"])
+    assert d["modes"]["static"]["summary"]["total_s"] > 2 * d["modes"]["eager"]["summary"]["total_s"]
+    lat = rc.measure_compile_latency("complex_activation", backends=("torch_compile",))
+    t = lat["backends"]["torch_compile"]
+    assert t["cold"]["first_s"] > 1.5 * t["warm"]["first_s"]
