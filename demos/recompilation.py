@@ -864,11 +864,12 @@ def compile_latency(show: bool = True, workload: str = "complex_activation"):
             if ref is None or "compile_latency" not in ref:
                 raise DemoError("the recorded run has no compile-latency section")
             data = ref["compile_latency"]
-            return figure_compile_latency(data, stamp=ref_stamp, where="Recorded on"), latency_table(data)
+            return figure_compile_latency(data, stamp=ref_stamp, where="Recorded on")
         data = measure_compile_latency(values["workload"], progress=progress)
         _LAST["compile_latency"] = data
         refd = ref.get("compile_latency") if ref else None
-        return figure_compile_latency(data, refd, ref_stamp), latency_table(data)
+        # One figure per slide: the table (latency_table) would push the slide past 720 px.
+        return figure_compile_latency(data, refd, ref_stamp)
 
     panel = ui.Panel("Compile latency: cold vs warm cache", controls, render, run_button=True)
     if show:
