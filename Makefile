@@ -34,20 +34,20 @@ EXPORT_ARGS = $(if $(RESULTS),--results $(RESULTS),) $(if $(PARTS),--parts $(PAR
 NPM_STAMP := node_modules/.package-lock.json
 
 present: $(STAMP)
-	$(PY) -m demos.present --part $(PART) --port $(PORT)
+	$(PY) -m demos.deck.present --part $(PART) --port $(PORT)
 
 warm: $(STAMP)
 	$(PY) -m demos warm
-	$(PY) -m demos.present --mark-warm
+	$(PY) -m demos.deck.present --mark-warm
 
 $(NPM_STAMP): package.json package-lock.json
 	npm ci --no-audit --no-fund --ignore-scripts --silent
 
 html: $(STAMP) $(NPM_STAMP)
-	$(PY) -m demos.export html $(EXPORT_ARGS)
+	$(PY) -m demos.deck.export html $(EXPORT_ARGS)
 
 pdf: $(STAMP) $(NPM_STAMP)
-	$(PY) -m demos.export pdf $(EXPORT_ARGS)
+	$(PY) -m demos.deck.export pdf $(EXPORT_ARGS)
 
 test: $(STAMP)
 	$(PY) -m pytest $(PYTEST_ARGS)

@@ -16,7 +16,7 @@ Layers, in the order data flows:
 """
 from __future__ import annotations
 
-from ._env import configure_environment
+from demos.engine.env import configure_environment
 
 configure_environment()
 

@@ -2,19 +2,15 @@
 from __future__ import annotations
 
 import argparse
-import importlib
 import sys
 import time
 
-from . import BACKENDS
+from demos import BACKENDS
 
-# Topic modules (one per deck part). Each may define ``record(record, quick=False)`` to add
-# its section to a results record; missing modules are skipped.
-TOPICS = ("eager", "fusion", "roofline", "internals", "recompilation")
 
 
 def cmd_info(args: argparse.Namespace) -> int:
-    from .devices import backend_status, machine_info
+    from demos.engine.devices import backend_status, machine_info
 
     m = machine_info()
     print("Machine")
@@ -38,7 +34,7 @@ def cmd_info(args: argparse.Namespace) -> int:
 def _parse_list(text: str | None, valid, kind: str) -> list[str] | None:
     if not text:
         return None
-    from .errors import unknown_name
+    from demos.engine.errors import unknown_name
 
     items = [t.strip() for t in text.split(",") if t.strip()]
     for t in items:
@@ -48,92 +44,84 @@ def _parse_list(text: str | None, valid, kind: str) -> list[str] | None:
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
-    from .bench import bench, table, text_progress
-    from .workloads import WORKLOADS
+    from demos.engine.bench import bench, table, text_progress
+    from demos.engine.workloads import WORKLOADS
 
+    from demos.engine.results import check_writable
+
+    out = check_writable(args.json) if args.json else None  # before measuring, not after
     workloads = _parse_list(args.workload, WORKLOADS, "workload")
     backends = _parse_list(args.backend, BACKENDS, "backend")
     t0 = time.perf_counter()
     rec = bench(workloads, backends, quick=args.quick, dtype=args.dtype, progress=text_progress())
     print(table(rec))
     print(f"\n{rec.stamp} · dtype {args.dtype} · {time.perf_counter() - t0:.1f} s wall")
-    if args.json:
-        path = rec.save(args.json)
+    if out:
+        path = rec.save(out)
         print(f"wrote {path}")
     return 0
 
 
-def cmd_record(args: argparse.Namespace) -> int:
-    from .bench import bench, text_progress
+def _demos(names: str | None = None):
+    """The declared demos (all, or those named: ``topic`` or ``topic.name``, comma-separated)."""
+    from demos import topics
+    from demos.deck.demo import select
 
+    return select(topics.load(), [n.strip() for n in names.split(",") if n.strip()] if names else None)
+
+
+def cmd_record(args: argparse.Namespace) -> int:
+    from demos.engine.bench import bench, text_progress
+    from demos.engine.errors import one_line
+    from demos.engine.results import check_writable
+
+    out = check_writable(args.out)  # before a minute of measuring, not after
+    demos = _demos(args.demo)
     t0 = time.perf_counter()
     rec = bench(quick=args.quick, progress=text_progress())
     rec.label = "reference run" + (" (quick)" if args.quick else "")
-    for name, hook in _topic_hooks("record"):
-        print(f"recording {name}…", file=sys.stderr, flush=True)
+    for demo in demos:
         t1 = time.perf_counter()
         try:
-            hook(rec, quick=args.quick)
+            demo.record_into(rec, quick=args.quick)
+            print(f"recorded {demo.key}: {time.perf_counter() - t1:.1f} s", file=sys.stderr, flush=True)
         except Exception as exc:  # keep the rest of the record
-            from .errors import one_line
-
-            rec.sections.setdefault("errors", {})[name] = one_line(exc)
-            print(f"  {name}: {one_line(exc)}", file=sys.stderr)
-        print(f"  {name}: {time.perf_counter() - t1:.1f} s", file=sys.stderr)
+            rec.sections.setdefault("errors", {})[demo.key] = one_line(exc)
+            print(f"  {demo.key}: {one_line(exc)}", file=sys.stderr, flush=True)
     rec.sections.setdefault("meta", {})["record_wall_s"] = round(time.perf_counter() - t0, 1)
-    path = rec.save(args.out)
+    path = rec.save(out)
     print(f"wrote {path} ({time.perf_counter() - t0:.1f} s)")
     return 0
 
 
-def _topic_hooks(hook_name: str):
-    """(name, function) for every topic module that defines ``hook_name``."""
-    for name in TOPICS:
-        try:
-            mod = importlib.import_module(f"demos.{name}")
-        except ModuleNotFoundError as exc:
-            if exc.name == f"demos.{name}":
-                continue
-            raise
-        hook = getattr(mod, hook_name, None)
-        if hook is not None:
-            yield name, hook
-
-
 def cmd_warm(args: argparse.Namespace) -> int:
     """Compile every demo at its default sizes into the persistent caches in .cache/."""
-    from .errors import one_line
+    from demos.engine.errors import one_line
 
     t0 = time.perf_counter()
     failed = 0
-    for name, hook in _topic_hooks("warm"):
+    for demo in _demos(args.demo):
         t1 = time.perf_counter()
-        print(f"warming {name}…", flush=True)
         try:
-            hook()
+            demo.warm_up()
+            print(f"warmed {demo.key}: {time.perf_counter() - t1:.1f} s", flush=True)
         except Exception as exc:
             failed += 1
-            print(f"  {name}: {one_line(exc)}")
-        print(f"  {name}: {time.perf_counter() - t1:.1f} s", flush=True)
+            print(f"  {demo.key}: {one_line(exc)}", flush=True)
     print(f"caches warm in {time.perf_counter() - t0:.1f} s")
     return 1 if failed else 0
 
 
 def cmd_ui_bench(args: argparse.Namespace) -> int:
-    from .uibench import run
+    from demos.deck.uibench import report, run
 
-    topics = _parse_list(args.topic, TOPICS, "topic") or TOPICS
-    rows = run(topics)
-    if rows:
-        import statistics
-
-        meds = [r["median_s"] for r in rows]
-        print(f"\n{len(rows)} panels · median of medians {statistics.median(meds):.3f} s · worst {max(meds):.3f} s")
+    rows = run(_demos(args.demo))
+    print(report(rows))
     return 0
 
 
 def main(argv: list[str] | None = None) -> int:
-    from .errors import DemoError
+    from demos.engine.errors import DemoError
 
     ap = argparse.ArgumentParser(prog="python -m demos", description=__doc__)
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -150,11 +138,13 @@ def main(argv: list[str] | None = None) -> int:
     p = sub.add_parser("record", help="run every demo's defaults and write assets/results/<device>-<date>.json")
     p.add_argument("--quick", action="store_true")
     p.add_argument("--out", metavar="FILE", help="where to write (default: assets/results/<device>-<date>.json)")
+    p.add_argument("--demo", help="comma-separated demos or topics (default: all)")
     p.set_defaults(func=cmd_record)
     p = sub.add_parser("ui-bench", help="warm interaction latency of every live panel")
-    p.add_argument("--topic", help="comma-separated topics (default: all)")
+    p.add_argument("--demo", help="comma-separated demos or topics (default: all)")
     p.set_defaults(func=cmd_ui_bench)
     p = sub.add_parser("warm", help="compile every demo's defaults into the caches in .cache/")
+    p.add_argument("--demo", help="comma-separated demos or topics (default: all)")
     p.set_defaults(func=cmd_warm)
     args = ap.parse_args(argv)
     try:

@@ -14,7 +14,7 @@ _EXECUTED: dict[str, tuple] = {}
 
 
 def pytest_collection_modifyitems(config, items):
-    from demos.devices import torch_device
+    from demos.engine.devices import torch_device
 
     if torch_device() != "cuda":
         skip = pytest.mark.skip(reason="needs an NVIDIA GPU (run `pytest -m gpu` on a GPU machine)")
@@ -25,7 +25,7 @@ def pytest_collection_modifyitems(config, items):
 
 def executed_notebook(name: str, timeout: int = 1200):
     """Execute slides/<name> headless once per test session; returns (nb, seconds)."""
-    from demos.nbtools import SLIDES_DIR, execute
+    from demos.deck.nbtools import SLIDES_DIR, execute
 
     path = SLIDES_DIR / name
     if name not in _EXECUTED:

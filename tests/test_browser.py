@@ -18,9 +18,9 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from demos import export, present
-from demos.errors import DemoError
-from demos.nbtools import parts, slide_count
+from demos.deck import export, present
+from demos.engine.errors import DemoError
+from demos.deck.nbtools import parts, slide_count
 
 from conftest import in_ci
 

@@ -1,10 +1,10 @@
-"""demos.codegen: Inductor's output code and XLA's HLO, parsed into counts."""
+"""demos.introspection.codegen: Inductor's output code and XLA's HLO, parsed into counts."""
 from __future__ import annotations
 
 import pytest
 
 import demos  # noqa: F401
-from demos import codegen
+from demos.introspection import codegen
 
 # A hand-written wrapper in the shape Inductor emits for CUDA (two Triton kernels, one mm).
 CUDA_WRAPPER = '''
@@ -106,7 +106,7 @@ def test_inductor_fuses_complex_activation_into_one_cpp_kernel():
 def test_capture_does_not_reset_dynamo():
     import torch
 
-    from demos.workloads import complex_activation_torch, compiled_torch
+    from demos.engine.workloads import complex_activation_torch, compiled_torch
 
     x = torch.randn(256)
     f = compiled_torch(complex_activation_torch)
@@ -138,7 +138,7 @@ def test_xla_fuses_complex_activation_and_reports_memory_and_cost():
 
 
 def test_no_code_is_one_clear_error():
-    from demos.errors import DemoError
+    from demos.engine.errors import DemoError
 
     with pytest.raises(DemoError):
         codegen.inductor_code(len, [1, 2])

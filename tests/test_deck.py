@@ -9,7 +9,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from demos import nbtools
+from demos.deck import nbtools
 
 PARTS = nbtools.parts()
 NAMES = [p.name for p in PARTS]
@@ -43,7 +43,7 @@ def test_generator_and_notebook_agree(path, monkeypatch):
 
     monkeypatch.setattr(nbtools, "write", fake_write)
     runpy.run_path(str(src), run_name="__main__")
-    assert captured, f"{src.name} did not call demos.nbtools.write"
+    assert captured, f"{src.name} did not call demos.deck.nbtools.write"
     assert captured["out"].name == path.name
     stored = nbformat.read(str(path), as_version=4)
     assert [c.source for c in captured["cells"]] == [c.source for c in stored.cells], \

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-import demos.devices as dv
+import demos.engine.devices as dv
 
 ROOT = Path(__file__).resolve().parent.parent
 PY = sys.executable
@@ -73,7 +73,7 @@ def test_bench_cli_quick_json(tmp_path):
             "--backend", "torch_eager,torch_compile,jax_jit", "--json", str(out))
     assert r.returncode == 0, r.stderr
     assert "chain" in r.stdout and "vs eager" in r.stdout
-    from demos.results import Record
+    from demos.engine.results import Record
 
     rec = Record.load(out)
     assert len(rec.rows) == 6 and all(row.ok for row in rec.rows), [row.error for row in rec.rows]
@@ -105,7 +105,7 @@ def test_environment_yml_agrees_with_pyproject():
 def test_gpu_device_and_cuda_event_timing():
     import torch
 
-    from demos.timing import measure, measure_cuda_events, sync_torch
+    from demos.engine.timing import measure, measure_cuda_events, sync_torch
 
     assert dv.torch_device() == "cuda" and "NVIDIA" in dv.device_name()
     x = torch.randn(2**24, device="cuda")

@@ -7,10 +7,10 @@ import time
 import pytest
 
 import demos  # noqa: F401
-from demos import eager
-from demos.errors import DemoError
-from demos.results import Record
-from demos.workloads import WORKLOADS
+from demos.topics import eager
+from demos.engine.errors import DemoError
+from demos.engine.results import Record
+from demos.engine.workloads import WORKLOADS
 
 from conftest import ARTIFACTS, executed_notebook
 
@@ -158,7 +158,7 @@ def test_regimes_panel_redraws_on_run_and_reuses_measured_points():
 
 
 def test_bad_input_is_one_line_and_the_panel_still_works(monkeypatch):
-    import demos.workloads as wl
+    import demos.engine.workloads as wl
 
     p = eager.timeline(show=False)
     n, _ = _fresh(p)
@@ -172,7 +172,7 @@ def test_bad_input_is_one_line_and_the_panel_still_works(monkeypatch):
 
 
 def test_missing_jax_leaves_torch_half_of_the_trap(monkeypatch):
-    import demos.workloads as wl
+    import demos.engine.workloads as wl
 
     def no_jax():
         raise DemoError("JAX is not installed here (pip install 'jax[cpu]==0.10.2'); torch demos still run")
@@ -263,7 +263,7 @@ def test_notebook_executes_with_figures_and_no_errors():
 def test_notebook_structure():
     import nbformat
 
-    from demos.nbtools import SLIDES_DIR, slide_count
+    from demos.deck.nbtools import SLIDES_DIR, slide_count
 
     nb = nbformat.read(SLIDES_DIR / "01_eager_mode.ipynb", as_version=4)
     assert 10 <= slide_count(nb) <= 14
@@ -295,7 +295,7 @@ def test_gpu_claim_unsynchronised_timing_under_reports():
     d = eager.measure_sync_trap("two_matmuls", budget_s=0.2)
     t = d["rows"]["torch_eager"]
     assert t["synced"]["median"] > 1.2 * t["returned"]["median"], t
-    from demos.devices import jax_backend
+    from demos.engine.devices import jax_backend
 
     if jax_backend() == "gpu":
         j = d["rows"]["jax_jit"]

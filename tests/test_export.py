@@ -16,9 +16,9 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from demos import export
-from demos.errors import DemoError
-from demos.nbtools import parts, slide_count
+from demos.deck import export
+from demos.engine.errors import DemoError
+from demos.deck.nbtools import parts, slide_count
 
 from conftest import ARTIFACTS, executed_notebook, in_ci
 
@@ -245,13 +245,15 @@ def test_pages_with_live_cells_contain_their_figure(exported):
 @pytest.mark.browser
 def test_make_pdf_with_recorded_results_draws_the_record(tmp_path):
     require_browser()
-    from demos.results import Record
+    from demos.engine.results import Record
 
     rec = Record.new(label="a CPU stand-in for the H200 run")
+    rec.sections["sample_panel"] = {"panel": {"n": 9, "squares": [x * x for x in range(1, 10)], "extra": "n=9",
+                                              "values": {"n": 6}}}
     rec_path = rec.save(tmp_path / "recorded.json")
     env = dict(os.environ, DEMOS_BUILD_DIR=str(tmp_path / "build"))
     t0 = time.perf_counter()
-    run = subprocess.run([sys.executable, "-m", "demos.export", "pdf", "--notebook", str(FIXTURE),
+    run = subprocess.run([sys.executable, "-m", "demos.deck.export", "pdf", "--notebook", str(FIXTURE),
                           "--results", str(rec_path), "--out", str(tmp_path / "pdf")],
                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
     assert run.returncode == 0, run.stderr[-2000:]

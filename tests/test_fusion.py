@@ -1,4 +1,4 @@
-"""Part 2 (demos.fusion): the four optimisations, the claims the slides make, the panels, the notebook."""
+"""Part 2 (demos.topics.fusion): the four optimisations, the claims the slides make, the panels, the notebook."""
 from __future__ import annotations
 
 import json
@@ -7,13 +7,14 @@ import statistics
 import pytest
 
 import demos  # noqa: F401
-from demos import codegen, fusion
-from demos.errors import DemoError
-from demos.results import Record
-from demos.workloads import WORKLOADS
+from demos.introspection import codegen
+from demos.topics import fusion
+from demos.engine.errors import DemoError
+from demos.engine.results import Record
+from demos.engine.workloads import WORKLOADS
 
 from conftest import ARTIFACTS, executed_notebook
-from demos.devices import torch_device
+from demos.engine.devices import torch_device
 
 N_SMALL = 2**14
 cpu_only = pytest.mark.skipif(torch_device() != "cpu", reason="CPU form of the claim (GPU form: -m gpu)")
@@ -219,7 +220,7 @@ def test_dtype_control_redraws_in_bfloat16():
 
 
 def test_bad_input_is_one_line_and_the_panel_still_works(monkeypatch):
-    import demos.workloads as wl
+    import demos.engine.workloads as wl
 
     p = fusion.latency(show=False)
     p._build()
@@ -235,7 +236,7 @@ def test_bad_input_is_one_line_and_the_panel_still_works(monkeypatch):
 
 
 def test_missing_jax_is_one_line_for_the_jax_only_panel(monkeypatch):
-    import demos.fusion as fu
+    import demos.topics.fusion as fu
 
     def no_jax():
         raise DemoError("JAX is not installed here (pip install 'jax[cpu]==0.10.2'); torch demos still run")
@@ -290,7 +291,7 @@ LIVE = ["fusion.kernels()", "fusion.timeline()", "fusion.latency()", "fusion.mem
 def test_notebook_structure():
     import nbformat
 
-    from demos.nbtools import SLIDES_DIR, slide_count
+    from demos.deck.nbtools import SLIDES_DIR, slide_count
 
     nb = nbformat.read(SLIDES_DIR / "02_what_compilers_do.ipynb", as_version=4)
     assert 12 <= slide_count(nb) <= 16

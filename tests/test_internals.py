@@ -6,9 +6,9 @@ import pytest
 
 import demos  # noqa: F401  (environment before torch/JAX)
 from conftest import ARTIFACTS, executed_notebook
-from demos import internals
-from demos.errors import DemoError
-from demos.results import Record
+from demos.topics import internals
+from demos.engine.errors import DemoError
+from demos.engine.results import Record
 
 # A guard tree in the shape torch 2.13's `guards` log prints (trimmed by hand).
 TREE = """
@@ -434,7 +434,7 @@ LIVE = ["internals.pipeline()", "internals.guards()", "internals.graph_breaks()"
 def test_notebook_structure():
     import nbformat
 
-    from demos.nbtools import SLIDES_DIR, slide_count
+    from demos.deck.nbtools import SLIDES_DIR, slide_count
 
     nb = nbformat.read(SLIDES_DIR / "04_inside_the_compilers.ipynb", as_version=4)
     assert 12 <= slide_count(nb) <= 16

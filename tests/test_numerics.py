@@ -5,9 +5,9 @@ import numpy as np
 import pytest
 
 import demos  # noqa: F401  (environment before torch/JAX)
-from demos import numerics as nu
-from demos.errors import DemoError
-from demos.workloads import tolerance
+from demos.topics import numerics as nu
+from demos.engine.errors import DemoError
+from demos.engine.workloads import tolerance
 
 
 def test_diff_stats_by_hand():

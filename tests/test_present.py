@@ -14,10 +14,10 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from demos import present
-from demos.errors import DemoError
-from demos.nbtools import parts
-from demos.plots import PALETTE
+from demos.deck import present
+from demos.engine.errors import DemoError
+from demos.deck.nbtools import parts
+from demos.engine.plots import PALETTE
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURE = "tests/fixtures/sample_deck.ipynb"
@@ -60,14 +60,14 @@ def test_accepts_loopback_addresses(ip):
 
 def test_makefile_present_uses_the_guarded_launcher():
     out = subprocess.run(["make", "-n", "present"], cwd=ROOT, capture_output=True, text=True, check=True).stdout
-    line = [ln for ln in out.splitlines() if "demos.present" in ln]
+    line = [ln for ln in out.splitlines() if "demos.deck.present" in ln]
     assert line, out
     assert "--ip" not in line[0] and "token" not in line[0].lower()
     out = subprocess.run(["make", "-n", "warm"], cwd=ROOT, capture_output=True, text=True, check=True).stdout
     assert "-m demos warm" in out and "--mark-warm" in out
     out = subprocess.run(["make", "-n", "pdf", "RESULTS=assets/results/r.json"], cwd=ROOT, capture_output=True,
                          text=True, check=True).stdout
-    assert "-m demos.export pdf --results assets/results/r.json" in out
+    assert "-m demos.deck.export pdf --results assets/results/r.json" in out
 
 
 def test_part_paths():

@@ -1,4 +1,4 @@
-"""demos.profiling: profiler events → host/device lanes and counts; the two-lane figure."""
+"""demos.introspection.profiling: profiler events → host/device lanes and counts; the two-lane figure."""
 from __future__ import annotations
 
 import json
@@ -7,9 +7,9 @@ from types import SimpleNamespace
 import pytest
 
 import demos  # noqa: F401
-from demos import profiling
-from demos.errors import DemoError
-from demos.workloads import WORKLOADS, prepare
+from demos.introspection import profiling
+from demos.engine.errors import DemoError
+from demos.engine.workloads import WORKLOADS, prepare
 
 
 # -- names ----------------------------------------------------------------------------
@@ -166,7 +166,7 @@ def test_timeline_figure_stacks_runs_and_says_what_the_cpu_lane_is():
     one = profiling.timeline_figure([gpu])
     assert "no separate device" not in one.axes[0].get_title(loc="left")
     assert "6 aten ops → 6 GPU kernels" in one._suptitle.get_text()
-    from demos.plots import to_png
+    from demos.engine.plots import to_png
 
     assert to_png(fig)[:4] == b"\x89PNG"
 

@@ -7,8 +7,8 @@ import math
 import pytest
 
 import demos  # noqa: F401  (environment before torch/JAX)
-from demos import recompilation as rc
-from demos.errors import DemoError
+from demos.topics import recompilation as rc
+from demos.engine.errors import DemoError
 from conftest import executed_notebook
 
 LENGTHS = rc.sweep_lengths(12, 6)  # 18 calls, 12 distinct lengths: more than the recompile limit
@@ -251,7 +251,7 @@ def test_panels_lists_every_live_panel():
 
 def test_recorded_run_is_drawn_beside_and_instead(tmp_path, monkeypatch, sweeps, latency_panel):
     """A record made on this CPU stands in for a GPU reference run."""
-    from demos.results import Record
+    from demos.engine.results import Record
 
     rec = Record.new(label="test reference")
     rec.sections[rc.TOPIC] = {"modes": sweeps, "compile_latency": rc._LAST["compile_latency"],
@@ -259,7 +259,7 @@ def test_recorded_run_is_drawn_beside_and_instead(tmp_path, monkeypatch, sweeps,
     path = rec.save(tmp_path / "ref.json")
     monkeypatch.setenv("DEMOS_RESULTS", str(path))
     monkeypatch.setenv("DEMOS_STATIC", "1")
-    from demos import ui
+    from demos.deck import ui
 
     assert ui.recorded_only()
     p = rc.compare_modes(show=False)
@@ -282,8 +282,8 @@ def test_recorded_run_is_drawn_beside_and_instead(tmp_path, monkeypatch, sweeps,
 
 def test_record_hook_shape(monkeypatch):
     """record() fills the section the figures read (measurements stubbed: shape only)."""
-    from demos import numerics
-    from demos.results import Record
+    from demos.topics import numerics
+    from demos.engine.results import Record
 
     monkeypatch.setattr(rc, "measure_modes", lambda lengths: {"modes": {}, "lengths": lengths})
     monkeypatch.setattr(rc, "measure_compile_latency", lambda w: {"workload": w, "backends": {}})
@@ -323,7 +323,7 @@ def test_notebook_executes_with_figures(artifacts):
         if c in live:
             assert nb.cells[i + 1].metadata["slideshow"]["slide_type"] == "notes"
     assert "01_eager_mode.ipynb" in nb.cells[-1].source
-    from demos.nbtools import slide_count
+    from demos.deck.nbtools import slide_count
 
     assert 12 <= slide_count(nb) <= 18
 

@@ -1,8 +1,8 @@
 import json
 
-from demos.bench import bench, figure
-from demos.plots import to_png
-from demos.results import Record, Row, default_filename, reference
+from demos.engine.bench import bench, figure
+from demos.engine.plots import to_png
+from demos.engine.results import Record, Row, default_filename, reference
 
 
 def small_record():

@@ -1,4 +1,4 @@
-"""Part 3 (demos.roofline): roofline arithmetic, measured peaks, the claims the slides make,
+"""Part 3 (demos.topics.roofline): roofline arithmetic, measured peaks, the claims the slides make,
 every live panel driven through a control, bad input, recorded runs, and the executed part."""
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ import nbformat
 import pytest
 
 import demos  # noqa: F401  (environment before torch/JAX)
-from demos import roofline as rf
-from demos.errors import DemoError
-from demos.nbtools import SLIDES_DIR, slide_count
+from demos.topics import roofline as rf
+from demos.engine.errors import DemoError
+from demos.deck.nbtools import SLIDES_DIR, slide_count
 
 from conftest import executed_notebook
 
@@ -154,7 +154,7 @@ def test_peaks_are_plausible_and_stable():
 
 
 def test_peaks_are_cached_in_process_and_taken_from_a_record_of_this_device(tmp_path, monkeypatch):
-    from demos.results import Record
+    from demos.engine.results import Record
 
     rf.clear_peaks()
     monkeypatch.delenv("DEMOS_RESULTS", raising=False)
@@ -320,7 +320,7 @@ def test_overheads_panel_run_button():
 
 
 def test_out_of_memory_is_one_line_and_the_panel_recovers(monkeypatch):
-    import demos.workloads as wl
+    import demos.engine.workloads as wl
 
     p = rf.roofline(show=False)
     p._build()
@@ -339,7 +339,7 @@ def test_out_of_memory_is_one_line_and_the_panel_recovers(monkeypatch):
 # Recorded runs: beside the live numbers, or instead of them
 # ---------------------------------------------------------------------------------------
 def _small_record(tmp_path):
-    from demos.results import Record
+    from demos.engine.results import Record
 
     rec = Record.new("cpu test record")
     rf.clear_peaks()
@@ -385,7 +385,7 @@ def test_recorded_run_is_drawn_beside_and_instead_of_live(tmp_path, monkeypatch)
 
 
 def test_record_hook_writes_the_section(monkeypatch):
-    from demos.results import Record
+    from demos.engine.results import Record
 
     rec = Record.new("t")
     monkeypatch.setattr(rf, "measure_payoff", lambda **kw: {"payoff": 1})

@@ -2,7 +2,7 @@ import time
 
 import pytest
 
-from demos.timing import Timing, first_call, fmt_seconds, measure, quantile, timing_overhead
+from demos.engine.timing import Timing, first_call, fmt_seconds, measure, quantile, timing_overhead
 
 
 def test_sleep_10ms_measures_at_least_10ms_and_not_grossly_more():

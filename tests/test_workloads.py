@@ -2,8 +2,8 @@ import numpy as np
 import pytest
 
 from demos import BACKENDS
-from demos.errors import DemoError
-from demos.workloads import WORKLOADS, get, prepare, tolerance
+from demos.engine.errors import DemoError
+from demos.engine.workloads import WORKLOADS, get, prepare, tolerance
 
 
 def quick(w):
@@ -75,7 +75,7 @@ def test_unknown_names_list_the_valid_ones():
 
 @pytest.fixture
 def one_gib_free(monkeypatch):
-    import demos.workloads as wl
+    import demos.engine.workloads as wl
 
     monkeypatch.setattr(wl, "free_memory_bytes", lambda device=None: 2**30)
 
@@ -87,7 +87,7 @@ def test_size_beyond_memory_is_refused_before_allocating(one_gib_free):
 
 
 def test_bench_row_carries_the_error_and_memory_is_released(one_gib_free):
-    from demos.bench import run_one
+    from demos.engine.bench import run_one
 
     row = run_one("complex_activation", "torch_eager", {"N": 2**28})
     assert row.error and "out of memory at N=" in row.error and row.median_s is None

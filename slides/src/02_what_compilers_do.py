@@ -8,7 +8,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from demos.nbtools import code, notes, setup, slide, write  # noqa: E402
+from demos.deck.nbtools import code, notes, setup, slide, write  # noqa: E402
 
 CELLS = [
     slide("""
@@ -18,7 +18,7 @@ CELLS = [
 *Each optimisation is shown happening — and measured — on the machine running these slides.*
 """),
     setup("""
-from demos import fusion
+from demos.topics import fusion
 """),
     slide("""
 ## Agenda

@@ -8,7 +8,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from demos.nbtools import code, md, notes, setup, slide, write  # noqa: E402
+from demos.deck.nbtools import code, md, notes, setup, slide, write  # noqa: E402
 
 CELLS = [
     slide("""
@@ -18,7 +18,7 @@ CELLS = [
 *Every number on the live slides is measured on the machine running them.*
 """),
     setup("""
-from demos import roofline
+from demos.topics import roofline
 """),
     slide("""
 ## Agenda
@@ -92,7 +92,7 @@ the JAX scaling book's roofline chapter.</small>
 - Ridge points (spec sheets, fp32 / bf16): A100 ≈ 10 / 150, H200 ≈ 14 / 206 FLOP/B
 - So the chain is deep in memory-bound land; the matmuls sit on the compute roof
 
-<small>Counts from `demos.workloads` (checked by tests); peaks from NVIDIA datasheets, dense.</small>
+<small>Counts from `demos.engine.workloads` (checked by tests); peaks from NVIDIA datasheets, dense.</small>
 """),
     slide("""
 ## Measuring this machine's roofs

@@ -8,7 +8,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from demos.nbtools import code, notes, setup, slide, sub, write  # noqa: E402
+from demos.deck.nbtools import code, notes, setup, slide, sub, write  # noqa: E402
 
 CELLS = [
     slide("""
@@ -18,7 +18,7 @@ CELLS = [
 *Every stage is opened live on the machine running these slides.*
 """),
     setup("""
-from demos import internals
+from demos.topics import internals
 """),
     slide("""
 ## Agenda

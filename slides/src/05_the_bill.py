@@ -7,7 +7,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from demos.nbtools import code, md, notes, setup, slide, write  # noqa: E402
+from demos.deck.nbtools import code, md, notes, setup, slide, write  # noqa: E402
 
 CELLS = [
     slide("""
@@ -17,7 +17,7 @@ CELLS = [
 *Everything on these slides is measured on the machine running them.*
 """),
     setup("""
-from demos import recompilation, numerics
+from demos.topics import recompilation, numerics
 """),
     slide("""
 ## Agenda

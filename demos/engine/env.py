@@ -4,7 +4,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-PROJECT_ROOT = Path(__file__).resolve().parent.parent
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
 CACHE_ROOT = Path(os.environ.get("DEMOS_CACHE_DIR", PROJECT_ROOT / ".cache"))
 
 

@@ -1,7 +1,7 @@
 """``make html`` / ``make pdf``: the deck as offline reveal.js slides and as PDFs.
 
-    python -m demos.export html [--results FILE] [--parts 1,3] [--out build/html]
-    python -m demos.export pdf  [--results FILE] [--parts 1,3] [--out build/pdf]
+    python -m demos.deck.export html [--results FILE] [--parts 1,3] [--out build/html]
+    python -m demos.deck.export pdf  [--results FILE] [--parts 1,3] [--out build/pdf]
 
 Pipeline, per part: execute headless (nbclient, DEMOS_STATIC=1: every live cell renders its
 default figure as a PNG; with ``--results`` / RESULTS= the figures draw that recorded run instead
@@ -31,8 +31,8 @@ import threading
 import time
 from pathlib import Path
 
-from ._env import PROJECT_ROOT
-from .errors import DemoError
+from demos.engine.env import PROJECT_ROOT
+from demos.engine.errors import DemoError
 
 BUILD = Path(os.environ.get("DEMOS_BUILD_DIR") or PROJECT_ROOT / "build")
 NODE_MODULES = PROJECT_ROOT / "node_modules"
@@ -159,7 +159,7 @@ def execute_part(nb_path: Path, results: Path | None = None, cache_dir: Path | N
     """Execute one part headless (static figures; a recorded run if ``results``). Returns (nb, seconds, cached)."""
     import nbformat
 
-    from .nbtools import execute
+    from demos.deck.nbtools import execute
 
     cache_dir = cache_dir or (BUILD / "executed")
     cache_dir.mkdir(parents=True, exist_ok=True)
@@ -347,7 +347,7 @@ def unite(pdfs: list[Path], out: Path) -> Path:
 
 # -- the commands -----------------------------------------------------------------------
 def select_parts(spec: str | None, notebooks: list[Path] | None = None) -> list[Path]:
-    from .nbtools import parts
+    from demos.deck.nbtools import parts
 
     if notebooks:
         return [Path(p) for p in notebooks]
@@ -366,7 +366,7 @@ def select_parts(spec: str | None, notebooks: list[Path] | None = None) -> list[
 def build_html(notebooks: list[Path], out: Path | None = None, results: Path | None = None,
                force: bool = False) -> list[dict]:
     """Execute + convert each notebook; returns one dict per part (name, html, seconds, slides)."""
-    from .nbtools import slide_count
+    from demos.deck.nbtools import slide_count
 
     out = out or (BUILD / "html")
     out.mkdir(parents=True, exist_ok=True)
@@ -413,7 +413,7 @@ def build_pdf(notebooks: list[Path], out: Path | None = None, results: Path | No
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m demos.export", description=__doc__,
+    ap = argparse.ArgumentParser(prog="python -m demos.deck.export", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("what", choices=["html", "pdf", "assets"])
     ap.add_argument("--results", default=os.environ.get("RESULTS") or None,

@@ -32,8 +32,8 @@ import types
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable, Iterable
 
-from .devices import require_jax, require_torch
-from .errors import DemoError
+from demos.engine.devices import require_jax, require_torch
+from demos.engine.errors import DemoError
 
 __all__ = [
     "InductorCode",
@@ -399,8 +399,8 @@ def clear_cache() -> None:
 
 
 def _key(kind: str, workload: str, params: dict | None, dtype: str, device: str | None, extra: Any = None):
-    from .devices import torch_device
-    from .workloads import get
+    from demos.engine.devices import torch_device
+    from demos.engine.workloads import get
 
     device = device or torch_device()
     w = get(workload)
@@ -415,7 +415,7 @@ def workload_inductor_code(workload: str, params: dict | None = None, dtype: str
 
     ``dynamic=False`` (default) asks for code specialised to these sizes, so the text shows
     real shapes; pass None to let torch.compile decide as the live wrappers do."""
-    from .workloads import prepare
+    from demos.engine.workloads import prepare
 
     key, w, p, device = _key("inductor", workload, params, dtype, device, (mode, dynamic))
     if key not in _CACHE:
@@ -427,7 +427,7 @@ def workload_inductor_code(workload: str, params: dict | None = None, dtype: str
 def workload_xla_code(workload: str, params: dict | None = None, dtype: str = "float32",
                       device: str | None = None) -> XlaCode:
     """XLA's code for a seed workload at these sizes (cached; lowering only, nothing runs)."""
-    from .workloads import prepare
+    from demos.engine.workloads import prepare
 
     key, w, p, device = _key("xla", workload, params, dtype, device)
     if key not in _CACHE:

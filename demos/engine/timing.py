@@ -14,7 +14,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable
 
-from .devices import torch_device, torch_or_none
+from demos.engine.devices import torch_device, torch_or_none
 
 _clock = time.perf_counter
 

@@ -17,8 +17,8 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from . import BACKENDS
-from .devices import (
+from demos import BACKENDS
+from demos.engine.devices import (
     check_dtype,
     free_memory_bytes,
     jax_or_none,
@@ -28,8 +28,8 @@ from .devices import (
     torch_device,
     device_kind,
 )
-from .errors import DemoError, unknown_name
-from .timing import sync_for
+from demos.engine.errors import DemoError, unknown_name
+from demos.engine.timing import sync_for
 
 ITEMSIZE = {"float32": 4, "bfloat16": 2, "float16": 2}
 

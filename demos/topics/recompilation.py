@@ -12,7 +12,7 @@ them (a live run or a recorded one), and the live cells are ``ui.Panel``s:
   sequence of lengths, redrawing as calls happen.
 - ``compare_modes()``    the same sweep under every mode: ``dynamic=False``, automatic dynamic
   shapes, ``mark_dynamic``, padding to buckets, eager; JAX ``jit`` per shape and bucketed.
-- numerics live in :mod:`demos.numerics` (listed in :func:`panels` too).
+- numerics live in :mod:`demos.topics.numerics` (listed in :func:`panels` too).
 
 How compiles are counted (verified in torch 2.13 / JAX 0.10): torch — a counting backend that
 wraps Inductor's ``compile_fx`` (one call per compiled graph), recompile reasons from the
@@ -40,10 +40,12 @@ import uuid
 from dataclasses import asdict, dataclass
 from typing import Any, Callable
 
-from . import plots, ui
-from .devices import device_kind, require_jax, require_torch, set_threads, torch_device
-from .errors import DemoError, one_line
-from .timing import fmt_seconds, measure, sync_for
+from demos.engine import plots
+
+from demos.deck import ui
+from demos.engine.devices import device_kind, require_jax, require_torch, set_threads, torch_device
+from demos.engine.errors import DemoError, one_line
+from demos.engine.timing import fmt_seconds, measure, sync_for
 
 TOPIC = "recompilation"
 _LAST: dict[str, Any] = {}  # the latest live measurements, for the judgment slide and tests
@@ -93,7 +95,7 @@ def mode_label(mode: str) -> str:
 
 def check_mode(mode: str) -> str:
     if mode not in MODES:
-        from .errors import unknown_name
+        from demos.engine.errors import unknown_name
 
         raise unknown_name("mode", mode, MODES)
     return mode
@@ -420,7 +422,7 @@ def run_sweep(mode: str, lengths: list[int], progress: ui.Progress | None = None
 
 
 def available_modes() -> list[str]:
-    from .devices import jax_or_none
+    from demos.engine.devices import jax_or_none
 
     return [m for m in MODES if not m.startswith("jax") or jax_or_none() is not None]
 
@@ -584,7 +586,7 @@ LATENCY_WORKLOADS = ("complex_activation", "chain", "mlp_block")
 
 def _worker(spec: dict[str, Any]) -> dict[str, Any]:
     """Runs inside a fresh interpreter: first call and steady state per backend."""
-    from .workloads import get
+    from demos.engine.workloads import get
 
     w = get(spec["workload"])
     out: dict[str, Any] = {}
@@ -603,8 +605,8 @@ def _worker_torch(w, spec) -> dict[str, Any]:
     torch = require_torch()
     from torch._inductor.compile_fx import compile_fx
 
-    from .timing import first_call
-    from .workloads import prepare
+    from demos.engine.timing import first_call
+    from demos.engine.workloads import prepare
 
     eager = prepare(w, "torch_eager", spec.get("params"), spec["dtype"])
     te = measure(eager.fn, eager.sync, budget_s=spec["budget_s"])
@@ -631,7 +633,7 @@ def _worker_torch(w, spec) -> dict[str, Any]:
 
 def _worker_jax(w, spec) -> dict[str, Any]:
     jax = require_jax()
-    from .workloads import prepare
+    from demos.engine.workloads import prepare
 
     eager = prepare(w, "jax_eager", spec.get("params"), spec["dtype"])
     te = measure(eager.fn, eager.sync, budget_s=spec["budget_s"])
@@ -662,10 +664,10 @@ def _run_worker(spec: dict[str, Any], cache: str, timeout: float = 420) -> dict[
         "DEMOS_JAX_CACHE_DIR": os.path.join(cache, "jax"),
         "PYTHONWARNINGS": "ignore",
     })
-    from ._env import PROJECT_ROOT
+    from demos.engine.env import PROJECT_ROOT
 
     env["PYTHONPATH"] = str(PROJECT_ROOT) + os.pathsep + env.get("PYTHONPATH", "")
-    cmd = [sys.executable, "-m", "demos.recompilation", "--compile-worker", json.dumps(spec)]
+    cmd = [sys.executable, "-m", "demos.topics.recompilation", "--compile-worker", json.dumps(spec)]
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env, cwd=str(PROJECT_ROOT))
     except subprocess.TimeoutExpired:
@@ -690,8 +692,8 @@ def measure_compile_latency(workload: str = "complex_activation", backends: tupl
                             progress: ui.Progress | None = None, budget_s: float = 0.3) -> dict[str, Any]:
     """Cold cache (fresh process, empty temporary cache dirs) then warm cache (fresh process, the
     caches the cold run just filled): first call, its split, steady state, break-even."""
-    from .devices import jax_or_none
-    from .workloads import get
+    from demos.engine.devices import jax_or_none
+    from demos.engine.workloads import get
 
     w = get(workload)
     if backends is None:
@@ -820,7 +822,7 @@ def latency_table(data: dict[str, Any]) -> str:
 # Recorded runs
 # ---------------------------------------------------------------------------------------
 def _reference_section() -> tuple[dict[str, Any] | None, str]:
-    from .results import reference
+    from demos.engine.results import reference
 
     try:
         rec = reference()
@@ -833,7 +835,7 @@ def _reference_section() -> tuple[dict[str, Any] | None, str]:
 
 def record(rec, quick: bool = False) -> None:
     """Store this part's default measurements in ``rec.sections['recompilation']``."""
-    from . import numerics
+    from demos.topics import numerics
 
     lengths = sweep_lengths(6 if quick else 12)
     sec: dict[str, Any] = {"modes": measure_modes(lengths)}
@@ -845,7 +847,7 @@ def record(rec, quick: bool = False) -> None:
 def warm() -> None:
     """Fill the persistent caches the live cells use (fresh functions hit the same FX-graph/
     AOT/JAX caches, so live recompiles cost what a warm cache costs)."""
-    from . import numerics
+    from demos.topics import numerics
 
     measure_modes(sweep_lengths())
     numerics.warm()
@@ -1059,7 +1061,7 @@ def verdict() -> None:
 
 
 def numerics_panel(show: bool = True, **kw):
-    from . import numerics
+    from demos.topics import numerics
 
     return numerics.live(show=show, **kw)
 
@@ -1080,7 +1082,7 @@ def _main(argv: list[str]) -> int:
         sys.stdout.write(json.dumps(res) + "\n")
         sys.stdout.flush()
         return 0
-    print("usage: python -m demos.recompilation --compile-worker SPEC", file=sys.stderr)
+    print("usage: python -m demos.topics.recompilation --compile-worker SPEC", file=sys.stderr)
     return 2
 
 

@@ -14,7 +14,7 @@ Measuring is split from drawing: ``measure_*`` return JSON-able dicts, ``figure_
 - ``overheads()``  torch.compile ``mode="reduce-overhead"`` (CUDA graphs) vs the default mode
   at small sizes; on a CPU there are no launches to replay and the curves coincide.
 
-Cost model (from :mod:`demos.workloads`): eager forms pay every op's reads and writes
+Cost model (from :mod:`demos.engine.workloads`): eager forms pay every op's reads and writes
 (``fused=False``); compiled forms (torch.compile, jax.jit) read inputs once and write outputs
 once (``fused=True``). Peaks are "best-decile" throughputs (bytes or FLOPs ÷ the 10th-percentile
 time): contention on a shared machine only ever slows a run down, so the fast decile is the
@@ -31,12 +31,14 @@ import math
 import types
 from typing import Any, Callable
 
-from . import plots, ui
-from .devices import device_kind, device_name, dtype_supported, jax_backend, jax_or_none, require_torch, \
+from demos.engine import plots
+
+from demos.deck import ui
+from demos.engine.devices import device_kind, device_name, dtype_supported, jax_backend, jax_or_none, require_torch, \
     set_threads, torch_device
-from .errors import DemoError, is_oom, release_memory
-from .timing import first_call, fmt_seconds, measure, sync_jax, sync_torch
-from .workloads import available, get as get_workload, prepare
+from demos.engine.errors import DemoError, is_oom, release_memory
+from demos.engine.timing import first_call, fmt_seconds, measure, sync_jax, sync_torch
+from demos.engine.workloads import available, get as get_workload, prepare
 
 TOPIC = "roofline"
 PAYOFF_WORKLOADS = ("two_matmuls", "chain", "mlp_block")
@@ -180,7 +182,7 @@ def gemm_size(kind: str | None = None) -> int:
 def measure_bandwidth(elems: int | None = None, budget_s: float = 0.3) -> dict[str, Any]:
     """Copy bandwidth: bytes read + written by ``dst.copy_(src)`` ÷ time (best decile)."""
     torch = require_torch()
-    from .devices import free_memory_bytes
+    from demos.engine.devices import free_memory_bytes
 
     dev = torch_device()
     set_threads()
@@ -222,7 +224,7 @@ def measure_gemm(dtype: str = "float32", n: int | None = None, budget_s: float =
     t = measure(lambda: a @ b, sync_torch(dev), warmup=1, budget_s=budget_s, min_samples=5)
     rates["torch"], medians["torch"] = flops / t.p10, flops / t.median
     if jax_or_none() is not None and _jax_same_device():
-        from .workloads import jitted
+        from demos.engine.workloads import jitted
 
         jax = jax_or_none()
         import jax.numpy as jnp
@@ -241,7 +243,7 @@ def measure_gemm(dtype: str = "float32", n: int | None = None, budget_s: float =
 def measure_peaks(dtypes: tuple[str, ...] | list[str] = ("float32",), budget_s: float = 0.3,
                   progress: ui.Progress | None = None) -> dict[str, Any]:
     """This machine's roofs: copy bandwidth and a GEMM peak per dtype."""
-    from .results import now_iso
+    from demos.engine.results import now_iso
 
     out: dict[str, Any] = {"device": torch_device(), "device_name": device_name(), "created": now_iso(),
                            "compute": {}}
@@ -377,7 +379,7 @@ def _unavailable(backend: str) -> str | None:
 
 def check_dtype_here(dtype: str) -> str:
     if dtype not in DTYPES:
-        from .errors import unknown_name
+        from demos.engine.errors import unknown_name
 
         raise unknown_name("dtype", dtype, DTYPES)
     ok, why = dtype_supported(dtype)
@@ -563,7 +565,7 @@ def measure_roofline(workload: str = "chain", scale: float = 1.0, dtype: str = "
     """Peaks plus the workload's points (eager costed unfused, compiled costed fused)."""
     check_dtype_here(dtype)
     if workload not in ROOF_WORKLOADS:
-        from .errors import unknown_name
+        from demos.engine.errors import unknown_name
 
         raise unknown_name("workload", workload, ROOF_WORKLOADS)
     pk = peaks((dtype,), progress=progress)
@@ -866,7 +868,7 @@ def figure_overheads(data: dict[str, Any], reference: dict[str, Any] | None = No
 # ---------------------------------------------------------------------------------------
 def reference_section() -> tuple[dict[str, Any] | None, str]:
     """This part's section of the reference record (a recorded GPU run), with its stamp."""
-    from .results import reference
+    from demos.engine.results import reference
 
     try:
         rec = reference()

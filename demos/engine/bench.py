@@ -5,12 +5,12 @@ import sys
 import time
 from typing import Callable, Iterable
 
-from . import BACKENDS
-from .devices import working_backends
-from .errors import DemoError, is_oom, one_line, release_memory
-from .results import Record, Row
-from .timing import first_call, fmt_seconds, measure
-from .workloads import WORKLOADS, check_backend, clear_input_cache, get, prepare
+from demos import BACKENDS
+from demos.engine.devices import working_backends
+from demos.engine.errors import DemoError, is_oom, one_line, release_memory
+from demos.engine.results import Record, Row
+from demos.engine.timing import first_call, fmt_seconds, measure
+from demos.engine.workloads import WORKLOADS, check_backend, clear_input_cache, get, prepare
 
 
 def run_one(
@@ -29,7 +29,7 @@ def run_one(
     """
     w = get(workload)
     check_backend(backend)
-    from .devices import torch_device
+    from demos.engine.devices import torch_device
 
     device = prepare_kw.pop("device", None) or torch_device()
     try:
@@ -77,7 +77,7 @@ def bench(
         w = get(name)
         params = {p.name: p.quick for p in w.params} if quick else None
         if backend not in ok:
-            from .devices import backend_status, torch_device
+            from demos.engine.devices import backend_status, torch_device
 
             st = backend_status()[backend]
             record.add(Row(name, backend, w.resolve(params), dtype, torch_device(),
@@ -131,7 +131,7 @@ def figure(record: Record, dtype: str = "float32"):
     """
     import numpy as np
 
-    from .plots import color, figure as new_figure, label, machine_stamp, stamp
+    from demos.engine.plots import color, figure as new_figure, label, machine_stamp, stamp
 
     rows = [r for r in record.rows if r.dtype == dtype]
     names = list(dict.fromkeys(r.workload for r in rows))

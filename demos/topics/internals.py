@@ -10,7 +10,7 @@ Live panels (each ``name(show=True)``; ``show=False`` returns the :class:`ui.Pan
 
 - ``pipeline()``      a workload walked through both compilers, stage by stage, as highlighted
   excerpts (kernel bodies first, boilerplate folded) with counts: graphs, guards, generated
-  kernels, HLO fusions. Code and IR come from :mod:`demos.codegen`.
+  kernels, HLO fusions. Code and IR come from :mod:`demos.introspection.codegen`.
 - ``guards()``        the guards Dynamo recorded for a call, in plain words; then one property of
   the input changes and the panel shows the guard that failed and the recompile it caused.
 - ``graph_breaks()``  a data-dependent ``if`` and a ``print``: Dynamo's explanation (graphs,
@@ -42,10 +42,12 @@ import time
 import types
 from typing import Any, Callable
 
-from . import plots, ui
-from .devices import device_kind, require_jax, require_torch, set_threads, torch_device
-from .errors import DemoError, one_line
-from .timing import first_call, fmt_seconds, measure, sync_for
+from demos.engine import plots
+
+from demos.deck import ui
+from demos.engine.devices import device_kind, require_jax, require_torch, set_threads, torch_device
+from demos.engine.errors import DemoError, one_line
+from demos.engine.timing import first_call, fmt_seconds, measure, sync_for
 
 TOPIC = "internals"
 TORCH_STAGES = ("FX graph", "guards", "generated code")
@@ -176,7 +178,7 @@ VARIANTS: dict[str, dict[str, Any]] = {
 
 def _variant(name: str) -> dict[str, Any]:
     if name not in VARIANTS:
-        from .errors import unknown_name
+        from demos.engine.errors import unknown_name
 
         raise unknown_name("function", name, VARIANTS)
     return VARIANTS[name]
@@ -362,7 +364,7 @@ MAX_LINES = 400  # kept per stage in a measurement (figures show the first ~24)
 
 
 def _sizes(workload: str, size: str, kind: str | None = None) -> dict[str, int]:
-    from .workloads import get
+    from demos.engine.workloads import get
 
     w = get(workload)
     kind = kind or device_kind()
@@ -445,7 +447,7 @@ def kernel_sources(source: str) -> list[tuple[str, str, str]]:
 
 def generated_excerpt(code) -> list[str]:
     """Inductor's output, kernel bodies first, then the wrapper's call() (boilerplate folded)."""
-    from .codegen import call_body
+    from demos.introspection.codegen import call_body
 
     lines: list[str] = []
     kernels = kernel_sources(code.source)
@@ -517,8 +519,8 @@ def measure_pipeline(workload: str = "complex_activation", size: str = "default"
 
     A side that cannot run (JAX missing, dtype unsupported) carries an ``error`` line instead.
     """
-    from . import codegen
-    from .workloads import get, prepare
+    from demos.introspection import codegen
+    from demos.engine.workloads import get, prepare
 
     w = get(workload)
     params = _sizes(w.name, size)
@@ -729,7 +731,7 @@ def measure_guards(change: str = "dtype → float64", N: int | None = None, dtyp
                    progress: ui.Progress | None = None) -> dict[str, Any]:
     """Compile ``complex_activation`` (dynamic=False, Dynamo capture only), call it again with the
     same inputs, then with one property changed; report guards, timings and any recompile."""
-    from .workloads import complex_activation_torch
+    from demos.engine.workloads import complex_activation_torch
 
     torch_ = require_torch()
     set_threads()
@@ -929,7 +931,7 @@ def measure_breaks(variant: str = "branch", N: int | None = None, dtype: str = "
 
 
 def _tol(dtype: str) -> dict[str, float]:
-    from .workloads import tolerance
+    from demos.engine.workloads import tolerance
 
     return tolerance(dtype)
 
@@ -1145,7 +1147,7 @@ def figure_capture_cost(data: dict[str, Any], reference: dict[str, Any] | None =
 # Recorded runs
 # =======================================================================================
 def _reference_section() -> tuple[dict[str, Any] | None, str]:
-    from .results import reference
+    from demos.engine.results import reference
 
     try:
         ref = reference()

@@ -5,7 +5,7 @@ happening and measured on the viewer's device:
 
 1. kernel fusion  — ``kernels()`` (counts of the four forms, from the profiler, Inductor's
    generated code, the jaxpr and XLA's optimized HLO), ``timeline()`` (eager above compiled
-   on one time axis, drawn by :mod:`demos.profiling`), ``latency()`` (median latency with
+   on one time axis, drawn by :mod:`demos.introspection.profiling`), ``latency()`` (median latency with
    spread, speedup and achieved bandwidth over N and dtype, beside the seed's figure);
 2. buffer reuse   — ``memory()`` (peak memory eager vs compiled, and each form's buffers);
 3. relayout       — ``relayout()`` (the transposes XLA inserts for an einsum whose batch
@@ -22,12 +22,18 @@ import math
 import re
 from typing import Any, Callable
 
-from . import BACKENDS, codegen, plots, ui
-from .devices import device_kind, require_jax, require_torch, torch_device
-from .errors import DemoError
-from .results import Record, reference as _reference
-from .timing import fmt_seconds, measure
-from .workloads import ITEMSIZE, get, jitted, prepare
+from demos import BACKENDS
+
+from demos.introspection import codegen
+
+from demos.engine import plots
+
+from demos.deck import ui
+from demos.engine.devices import device_kind, require_jax, require_torch, torch_device
+from demos.engine.errors import DemoError
+from demos.engine.results import Record, reference as _reference
+from demos.engine.timing import fmt_seconds, measure
+from demos.engine.workloads import ITEMSIZE, get, jitted, prepare
 
 SECTION = "fusion"
 WORKLOAD = "complex_activation"
@@ -157,7 +163,7 @@ def _text_block(ax, lines: list[str], title: str = "", colors: list[str] | None 
 # 1a. Kernel / op counts of the four forms
 # ---------------------------------------------------------------------------------------
 def _eager_profile(workload: str, params: dict | None, dtype: str) -> dict[str, Any]:
-    from . import profiling
+    from demos.introspection import profiling
 
     prep = prepare(workload, "torch_eager", params, dtype)
     return profiling.profile_run(prep, label="torch eager")
@@ -304,7 +310,7 @@ def _profiled_compiled(fn: Callable) -> Callable:
 
 
 def measure_timeline(N: int | None = None, dtype: str = "float32") -> dict[str, Any]:
-    from . import profiling
+    from demos.introspection import profiling
 
     N = N or panel_n()
     eager = prepare(WORKLOAD, "torch_eager", {"N": N}, dtype)
@@ -318,7 +324,7 @@ def measure_timeline(N: int | None = None, dtype: str = "float32") -> dict[str, 
 
 def figure_timeline(data: dict[str, Any], reference: dict | None = None, ref_stamp: str = "",
                     stamp: str | None = None):
-    from . import profiling
+    from demos.introspection import profiling
 
     runs = data["runs"]
     k = [r["counts"]["kernels"] for r in runs]
@@ -647,7 +653,7 @@ def measure_relayout(B: int = 64, H: int = 4, D: int = 1024, K: int = 256, dtype
     for name, fn, args, code in (("as_written", einsum_as_written, (x, w), written),
                                  ("pretransposed", einsum_pretransposed, (xt, w), pre)):
         f = jitted(fn)
-        from .timing import sync_jax
+        from demos.engine.timing import sync_jax
 
         sync = sync_jax()
         sync(f(*args))
@@ -736,7 +742,7 @@ DEAD = "mlp_dead_code"
 
 def measure_dead_code(B: int | None = None, dtype: str = "float32", budget_s: float = BUDGET_S,
                       progress: ui.Progress | None = None) -> dict[str, Any]:
-    from . import profiling
+    from demos.introspection import profiling
 
     progress = progress or (lambda f, m="": None)
     w = get(DEAD)

@@ -13,10 +13,12 @@ from __future__ import annotations
 import html
 from typing import Any
 
-from . import plots, ui
-from .devices import jax_or_none, require_torch
-from .errors import DemoError
-from .workloads import get, prepare, tolerance
+from demos.engine import plots
+
+from demos.deck import ui
+from demos.engine.devices import jax_or_none, require_torch
+from demos.engine.errors import DemoError
+from demos.engine.workloads import get, prepare, tolerance
 
 WORKLOADS = ("complex_activation", "chain", "mlp_block", "two_matmuls")
 DTYPES = ("float32", "bfloat16")
@@ -57,7 +59,7 @@ def measure(workload: str = "chain", dtype: str = "bfloat16", params: dict | Non
     """Max abs / rel difference compiled vs eager (torch and JAX) and each form vs float64."""
     w = get(workload)
     if dtype not in DTYPES:
-        from .errors import unknown_name
+        from demos.engine.errors import unknown_name
 
         raise unknown_name("dtype", dtype, DTYPES)
     key = (w.name, dtype, tuple(sorted((params or {}).items())))
@@ -186,7 +188,7 @@ def live(show: bool = True, workload: str = "complex_activation", dtype: str = "
     }
 
     def render(values, progress):
-        from .recompilation import _reference_section
+        from demos.topics.recompilation import _reference_section
 
         ref, ref_stamp = _reference_section()
         key = f"{values['workload']}|{values['dtype']}"

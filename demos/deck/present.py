@@ -1,8 +1,8 @@
 """``make present``: a token-protected JupyterLab + RISE server on localhost, opened on part 1.
 
-    python -m demos.present [--part 1] [--port 8888] [--no-browser] [--dry-run]
-    python -m demos.present --mark-warm      (run by `make warm` after the caches are filled)
-    python -m demos.present --cache-status
+    python -m demos.deck.present [--part 1] [--port 8888] [--no-browser] [--dry-run]
+    python -m demos.deck.present --mark-warm      (run by `make warm` after the caches are filled)
+    python -m demos.deck.present --cache-status
 
 Safety, on purpose not configurable away: the server always requires a token (a fresh random
 one unless JUPYTER_TOKEN is set to a non-empty value) and binds only to a loopback address. To
@@ -33,8 +33,8 @@ import webbrowser
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ._env import CACHE_ROOT, PROJECT_ROOT
-from .errors import DemoError
+from demos.engine.env import CACHE_ROOT, PROJECT_ROOT
+from demos.engine.errors import DemoError
 
 LOOPBACK_NAMES = ("localhost",)
 WARM_MARKER = CACHE_ROOT / "warm.json"
@@ -76,7 +76,7 @@ def new_token() -> str:
 
 def part_path(part: str | int | None = None, root: Path = PROJECT_ROOT) -> str:
     """Server-relative path of a part: 1 → slides/01_eager_mode.ipynb (or a given .ipynb path)."""
-    from .nbtools import parts
+    from demos.deck.nbtools import parts
 
     if part is None or str(part).strip() == "":
         part = 1
@@ -243,7 +243,7 @@ _STARTUP_CODE = """# Written by `make present` (demos/present.py); IPython kerne
 # The slideshow skips each part's setup cell (imports), so the deck's topic modules are imported
 # here: any live cell runs when the lecturer presses Shift-Enter on it, in any order.
 try:
-    from demos.present import kernel_startup as _deck_startup
+    from demos.deck.present import kernel_startup as _deck_startup
     _deck_startup(globals())
     del _deck_startup
 except Exception as _exc:  # never break the kernel
@@ -330,7 +330,7 @@ def _can_open_browser() -> bool:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m demos.present", description=__doc__,
+    ap = argparse.ArgumentParser(prog="python -m demos.deck.present", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--part", default=os.environ.get("PART") or "1", help="part number or .ipynb path (default 1)")
     ap.add_argument("--port", type=int, default=int(os.environ.get("PORT") or 8888))

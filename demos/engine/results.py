@@ -9,14 +9,18 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
+import os
 import re
+import sys
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any, Iterable
 
-from ._env import PROJECT_ROOT
+from demos.engine.env import PROJECT_ROOT
+from demos.engine.errors import DemoError
 
-SCHEMA = "jit-deck/record@1"
+SCHEMA = "jit-deck/record@2"  # @2: sections are {topic: {demo name: data}}
+KNOWN_SCHEMAS = (SCHEMA,)
 RESULTS_DIR = PROJECT_ROOT / "assets" / "results"
 
 
@@ -66,7 +70,7 @@ class Record:
     # -- building ---------------------------------------------------------------------
     @classmethod
     def new(cls, label: str = "") -> "Record":
-        from .devices import machine_info
+        from demos.engine.devices import machine_info
 
         return cls(machine=machine_info(), label=label)
 
@@ -115,28 +119,79 @@ class Record:
         }
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "Record":
+    def from_dict(cls, d: Any, source: str = "record") -> "Record":
+        """A record from its JSON form; anything else raises DemoError naming what is wrong."""
+        if not isinstance(d, dict):
+            raise DemoError(f"{source}: not a jit-deck results record (a JSON {type(d).__name__}, not an object)")
         schema = d.get("schema", "")
         if not str(schema).startswith("jit-deck/record@"):
-            raise ValueError(f"not a jit-deck results record (schema={schema!r})")
-        return cls(
-            machine=d.get("machine", {}),
-            created=d.get("created", ""),
-            rows=[Row.from_dict(r) for r in d.get("rows", [])],
-            sections=d.get("sections", {}),
-            label=d.get("label", ""),
-            schema=schema,
-        )
+            raise DemoError(f"{source}: not a jit-deck results record (schema={schema!r})")
+        if schema not in KNOWN_SCHEMAS:
+            raise DemoError(f"{source}: results record version {schema!r} is not one this deck reads "
+                            f"({', '.join(KNOWN_SCHEMAS)})")
+        for key, kind in (("machine", dict), ("rows", list), ("sections", dict)):
+            if not isinstance(d.get(key, kind()), kind):
+                raise DemoError(f"{source}: '{key}' is a {type(d[key]).__name__}, not a {kind.__name__}")
+        try:
+            rows = [Row.from_dict(r) for r in d.get("rows", [])]
+        except (TypeError, AttributeError) as exc:
+            raise DemoError(f"{source}: a row is malformed ({exc})") from None
+        return cls(machine=d.get("machine", {}), created=str(d.get("created", "")), rows=rows,
+                   sections=d.get("sections", {}), label=str(d.get("label", "")), schema=schema)
 
     def save(self, path: str | Path | None = None) -> Path:
-        path = Path(path) if path else RESULTS_DIR / default_filename(self)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(self.to_dict(), indent=1, sort_keys=False, default=_jsonable) + "\n")
+        """Write atomically (a temporary file renamed over the target)."""
+        path = check_writable(path or RESULTS_DIR / default_filename(self))
+        text = json.dumps(self.to_dict(), indent=1, sort_keys=False, default=_jsonable) + "\n"
+        tmp = path.with_name(f".{path.name}.tmp")
+        try:
+            tmp.write_text(text)
+            os.replace(tmp, path)
+        except OSError as exc:
+            tmp.unlink(missing_ok=True)
+            raise DemoError(f"{path}: cannot write ({exc.strerror or exc})") from None
         return path
 
     @classmethod
     def load(cls, path: str | Path) -> "Record":
-        return cls.from_dict(json.loads(Path(path).read_text()))
+        """Read a record; a missing, empty, truncated or foreign file raises DemoError, one line."""
+        path = Path(path)
+        try:
+            text = path.read_text()
+        except FileNotFoundError:
+            raise DemoError(f"{path}: no such file") from None
+        except IsADirectoryError:
+            raise DemoError(f"{path}: is a directory, not a results file") from None
+        except UnicodeDecodeError:
+            raise DemoError(f"{path}: not a text file, so not a results record") from None
+        except OSError as exc:
+            raise DemoError(f"{path}: cannot read ({exc.strerror or exc})") from None
+        if not text.strip():
+            raise DemoError(f"{path}: empty file, not a results record")
+        try:
+            d = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise DemoError(f"{path}: not valid JSON (line {exc.lineno}: {exc.msg}); truncated?") from None
+        return cls.from_dict(d, source=str(path))
+
+
+def check_writable(path: str | Path) -> Path:
+    """The path, once its folder exists and a file can be written there; DemoError otherwise.
+    Called before long work starts, so nothing measured is lost to a bad path."""
+    path = Path(path)
+    if path.is_dir():
+        raise DemoError(f"{path}: is a directory; give a file name")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise DemoError(f"{path.parent}: cannot create the folder ({exc.strerror or exc})") from None
+    probe = path.with_name(f".{path.name}.probe")
+    try:
+        probe.write_text("")
+        probe.unlink()
+    except OSError as exc:
+        raise DemoError(f"{path}: cannot write there ({exc.strerror or exc})") from None
+    return path
 
 
 def _jsonable(o: Any) -> Any:
@@ -160,13 +215,20 @@ def default_filename(record: Record) -> str:
     return f"{slug(name)}-{record.created[:10]}.json"
 
 
+_WARNED: set[str] = set()
+
+
 def recorded(paths: Iterable[Path] | None = None, gpu_only: bool = True) -> list[Record]:
-    """Recorded runs shipped in assets/results (newest first)."""
+    """Recorded runs shipped in assets/results (newest first). A file there that is not a
+    record is skipped with one line on stderr (once), so it cannot break any figure."""
     out = []
     for p in paths if paths is not None else sorted(RESULTS_DIR.glob("*.json")):
         try:
             rec = Record.load(p)
-        except (ValueError, OSError, json.JSONDecodeError):
+        except DemoError as exc:
+            if str(p) not in _WARNED:
+                _WARNED.add(str(p))
+                print(f"skipped: {exc}", file=sys.stderr)
             continue
         if gpu_only and not rec.is_gpu:
             continue
@@ -177,11 +239,9 @@ def recorded(paths: Iterable[Path] | None = None, gpu_only: bool = True) -> list
 def reference(path: str | Path | None = None) -> Record | None:
     """The recorded run a figure shows beside the live one.
 
-    ``path`` (or the environment variable DEMOS_RESULTS) names a file; otherwise the newest GPU
-    record in assets/results, or None when none exists.
+    ``path`` (or the environment variable DEMOS_RESULTS) names a file, which must be a valid
+    record (DemoError otherwise); otherwise the newest GPU record in assets/results, or None.
     """
-    import os
-
     path = path or os.environ.get("DEMOS_RESULTS")
     if path:
         return Record.load(path)

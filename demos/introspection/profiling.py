@@ -49,7 +49,7 @@ import re
 import sys
 from typing import Any, Callable, Sequence
 
-from .errors import DemoError
+from demos.engine.errors import DemoError
 
 SCHEMA = "jit-deck/timeline@1"
 RUN_ANNOTATION = "demos::run"
@@ -137,11 +137,11 @@ def _resolve_target(target: Any, sync: Callable | None, device: str | None):
     if not callable(target):
         raise DemoError(f"profile_run needs a Prepared workload or a zero-argument callable, not {type(target).__name__}")
     if device is None:
-        from .devices import torch_device
+        from demos.engine.devices import torch_device
 
         device = torch_device()
     if sync is None:
-        from .timing import sync_torch
+        from demos.engine.timing import sync_torch
 
         sync = sync_torch(device)
     return target, sync, device, {}
@@ -190,7 +190,7 @@ def profile_run(
     passes: int = 1,
     meta: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """Profile one call of ``target`` (a :class:`~demos.workloads.Prepared` torch workload or a
+    """Profile one call of ``target`` (a :class:`~demos.engine.workloads.Prepared` torch workload or a
     zero-argument callable) and return its two lanes and counts as JSON-able data.
 
     ``warmup`` calls run first (unprofiled: compiles, allocator warm-up); ``passes`` profiled
@@ -199,7 +199,7 @@ def profile_run(
     slice), which says nothing about the program.
     The call is synchronised inside the profiled region, so the device lane is complete.
     """
-    from .devices import require_torch
+    from demos.engine.devices import require_torch
 
     torch = require_torch()
     from torch.profiler import ProfilerActivity, profile, record_function
@@ -395,7 +395,7 @@ def timeline_figure(
     ``titles`` name each run (default: its ``label``); ``title`` replaces the figure title
     (default: the counts of every run); ``stamp`` is written as the 'Measured on' footer.
     """
-    from . import plots
+    from demos.engine import plots
 
     runs = list(runs)
     if not runs:

@@ -1,18 +1,17 @@
 """Part 1 — Eager mode: an interpreter, asynchronous dispatch and launch overhead.
 
-Three live cells, each split into ``measure_*`` (JSON-able data) and a pure ``figure_*``:
+Three live demos, each declared once (:class:`demos.deck.demo.Demo`) from a ``measure_*``
+(JSON-able data) and a pure ``figure_*``:
 
 ``timeline()``   profile eager ``complex_activation`` and draw host lane above device lane
-                 (:mod:`demos.profiling`), kernel count in the title.
+                 (:mod:`demos.introspection.profiling`), kernel count in the title.
 ``sync_trap()``  time the same call with the clock stopped when the call returns and again
                  after synchronising, in torch and in JAX, side by side, with the ratio.
 ``regimes()``    log-log sweep of latency vs N for one pointwise op and for eager
                  ``complex_activation``, with two reference lines measured on this machine:
                  the per-call overhead floor and bytes ÷ measured copy bandwidth.
 
-``record(rec)`` stores the default measurements in ``rec.sections["eager"]``; when a recorded
-run with that section exists (``results.reference()``) every figure shows it beside the live
-numbers; ``ui.recorded_only()`` draws the recorded run without measuring.
+The declarations give the panels, ``make record``/``make warm`` and the reference lookup.
 """
 from __future__ import annotations
 
@@ -22,11 +21,15 @@ import statistics
 import time
 from typing import Any, Callable
 
-from . import plots, profiling, ui
-from .devices import check_dtype, device_kind, require_torch, set_threads, torch_device
-from .errors import DemoError, one_line
-from .timing import Timing, fmt_seconds, measure, quantile, sync_for
-from .workloads import ITEMSIZE, get as get_workload, prepare
+from demos.deck.demo import Choice, Demo, Pow2, Pow2Range, Progress
+from demos.engine import plots
+from demos.engine.devices import check_dtype, device_kind, require_torch, set_threads, torch_device
+from demos.engine.errors import DemoError, one_line
+from demos.engine.timing import Timing, fmt_seconds, measure, quantile, sync_for
+from demos.engine.workloads import ITEMSIZE, get as get_workload, prepare
+from demos.introspection import profiling
+
+PART = 1
 
 SECTION = "eager"
 DTYPES = ("float32", "bfloat16")
@@ -61,60 +64,12 @@ def _exp_label(n: int) -> str:
     return f"2^{int(k)}" if k.is_integer() else f"{n:,}"
 
 
-def _stamp_fig(fig, data: dict, reference: dict | None = None) -> None:
-    plots.stamp(fig, data.get("stamp", ""), where="Measured on" if not data.get("recorded") else "Recorded on")
-    if reference is not None:
-        fig.text(0.005, 0.028, f"Recorded on: {reference.get('stamp', '?')}", fontsize=9, color="#555555",
-                 ha="left", va="bottom")
-        try:
-            fig.get_layout_engine().set(rect=(0, 0.07, 1, 0.93))
-        except Exception:
-            pass
-
-
 def _no_minor_ticks(ax) -> None:
     """Log axes draw dozens of minor ticks; laying them out costs a redraw ~0.1 s."""
     from matplotlib.ticker import NullLocator
 
     ax.yaxis.set_minor_locator(NullLocator())
     ax.xaxis.set_minor_locator(NullLocator())
-
-
-# -- recorded runs ---------------------------------------------------------------------
-def recorded(key: str, reference=None) -> dict | None:
-    """The recorded data for one figure (``timeline``, ``sync_trap``, ``regimes``), stamped
-    with its machine and date, from ``reference`` (a Record) or ``results.reference()``."""
-    if reference is None:
-        from .results import reference as find_reference
-
-        try:
-            reference = find_reference()
-        except Exception:
-            return None
-    if reference is None:
-        return None
-    section = reference.sections.get(SECTION) or {}
-    data = section.get(key)
-    if not data:
-        return None
-    data = dict(data)
-    data["recorded"] = True
-    data["stamp"] = plots.machine_stamp(reference.machine, data.get("extra", ""), reference.created)
-    data["machine_short"] = _short_machine(reference.machine)
-    return data
-
-
-def _short_machine(machine: dict) -> str:
-    name = machine.get("gpu_name") or machine.get("device_name") or "recorded"
-    name = name.replace("NVIDIA ", "").replace("CPU: ", "")
-    return name.split("(")[0].strip()[:28]
-
-
-def _recorded_or_none(key: str, match: Callable[[dict], bool] | None = None) -> dict | None:
-    data = recorded(key)
-    if data is not None and match is not None and not match(data):
-        return None
-    return data
 
 
 # =======================================================================================
@@ -126,7 +81,7 @@ def measure_timeline(N: int | None = None, dtype: str = "float32", passes: int =
     p = prepare("complex_activation", "torch_eager", {"N": N}, dtype)
     run = profiling.profile_run(p, label="torch eager", passes=passes)
     extra = f"complex_activation, N={_exp_label(N)}, {dtype}, eager"
-    run.update(extra=extra, stamp=plots.live_stamp(extra), N=N, dtype=dtype)
+    run.update(extra=extra, N=N, dtype=dtype)
     return run
 
 
@@ -144,29 +99,16 @@ def figure_timeline(data: dict, reference: dict | None = None):
     if reference is not None:
         title += f"  (recorded: {reference['counts']['kernels']})"
     fig = profiling.timeline_figure(runs, titles, title=title)
-    _stamp_fig(fig, data, reference)
+    plots.stamp_figure(fig, data, reference)
     return fig
 
 
-def _render_timeline(values: dict, progress: ui.Progress):
-    if ui.recorded_only():
-        data = recorded("timeline")
-        if data is not None:
-            return figure_timeline(data)
-    data = measure_timeline(values["N"], values["dtype"])
-    return figure_timeline(data, _recorded_or_none("timeline"))
-
-
-def timeline(show: bool = True):
-    """Live cell: eager complex_activation as host and device lanes (N, dtype)."""
-    kind = device_kind()
-    lo, hi = TIMELINE_EXP[kind]
-    panel = ui.Panel(
-        "Eager timeline",
-        {"N": ui.pow2_slider("N", lo, hi, TIMELINE_N[kind]), "dtype": ui.dtype_choice("float32", DTYPES)},
-        _render_timeline,
-    )
-    return panel.show() if show else panel
+timeline = Demo(
+    "timeline", "Eager timeline",
+    controls=lambda kind: [Pow2("N", TIMELINE_N[kind], lo=TIMELINE_EXP[kind][0], hi=TIMELINE_EXP[kind][1]), Choice("dtype", "float32", options=DTYPES)],
+    measure=measure_timeline, figure=figure_timeline, match=("dtype",),
+    record_quick={"N": 2**16},
+)
 
 
 # =======================================================================================
@@ -238,7 +180,7 @@ def measure_sync_trap(workload: str = "two_matmuls", dtype: str = "float32", bud
         raise DemoError("; ".join(r["error"] for r in rows.values()))
     extra = f"{workload} ({w.describe(params)}), {dtype}"
     return {"workload": workload, "params": params, "dtype": dtype, "device": torch_device(), "rows": rows,
-            "extra": extra, "stamp": plots.live_stamp(extra)}
+            "extra": extra}
 
 
 def _trap_axes(ax, data: dict, title: str) -> None:
@@ -295,29 +237,16 @@ def figure_sync_trap(data: dict, reference: dict | None = None):
             parts.append(f"{plots.label(b)} ×{r['ratio']:.1f}")
     fig.suptitle("The timing trap: the same call, two clocks — synchronised ÷ unsynchronised: "
                  + ", ".join(parts), fontsize=14)
-    _stamp_fig(fig, data, reference)
+    plots.stamp_figure(fig, data, reference)
     return fig
 
 
-def _render_trap(values: dict, progress: ui.Progress):
-    match = lambda d: d.get("workload") == values["workload"] and d.get("dtype") == values["dtype"]  # noqa: E731
-    if ui.recorded_only():
-        data = _recorded_or_none("sync_trap", match)
-        if data is not None:
-            return figure_sync_trap(data)
-    data = measure_sync_trap(values["workload"], values["dtype"])
-    return figure_sync_trap(data, _recorded_or_none("sync_trap", match))
-
-
-def sync_trap(show: bool = True):
-    """Live cell: timing with and without synchronisation, torch and JAX side by side."""
-    panel = ui.Panel(
-        "The timing trap",
-        {"workload": ui.choice("workload", list(TRAP_WORKLOADS), "two_matmuls"),
-         "dtype": ui.dtype_choice("float32", DTYPES)},
-        _render_trap,
-    )
-    return panel.show() if show else panel
+sync_trap = Demo(
+    "sync_trap", "The timing trap",
+    controls=[Choice("workload", "two_matmuls", options=TRAP_WORKLOADS), Choice("dtype", "float32", options=DTYPES)],
+    measure=measure_sync_trap, figure=figure_sync_trap, match=("workload", "dtype"),
+    warm=[{"workload": w, "dtype": d} for w in TRAP_WORKLOADS for d in DTYPES],
+)
 
 
 # =======================================================================================
@@ -441,11 +370,13 @@ def measured_crossover(Ns: list[int], seconds: list[float], floor_s: float, fact
 
 
 def measure_regimes(op: str = "add", lo: int | None = None, hi: int | None = None, dtype: str = "float32",
-                    budget_s: float = 0.03, progress: ui.Progress | None = None,
+                    budget_s: float = 0.03, progress: Progress | None = None,
                     refresh: bool = False, with_activation: bool = True,
-                    threads: int | None = None) -> dict[str, Any]:
+                    threads: int | None = None, N_range: tuple[int, int] | None = None) -> dict[str, Any]:
     """Latency vs N for ``op`` and for eager complex_activation (unless ``with_activation`` is
-    False), with the two reference lines."""
+    False), with the two reference lines. The range is 2^lo…2^hi, or ``N_range`` (sizes)."""
+    if N_range is not None:
+        lo, hi = (int(math.log2(n)) for n in N_range)
     if op not in OPS:
         raise DemoError(f"unknown op {op!r}; valid: {', '.join(OPS)}")
     kind = _kind()
@@ -485,7 +416,7 @@ def measure_regimes(op: str = "add", lo: int | None = None, hi: int | None = Non
         "crossover": {k: crossover(floors[k], bw, bpe[k]) for k in bpe},
         "measured_crossover": {k: measured_crossover(Ns, [p["median"] for p in series[k]], floors[k])
                                for k in series},
-        "extra": extra, "stamp": plots.live_stamp(extra),
+        "extra": extra,
     }
 
 
@@ -563,79 +494,28 @@ def figure_regimes(data: dict, reference: dict | None = None):
     ax.text(0.01, 0.98, "\n".join(lines), transform=ax.transAxes, ha="left", va="top", fontsize=10,
             bbox=dict(facecolor="white", alpha=0.85, edgecolor="none"), color="#333333")
     ax.legend(loc="lower right", fontsize=10, framealpha=0.9)
-    _stamp_fig(fig, data, reference)
+    plots.stamp_figure(fig, data, reference)
     return fig
 
 
-def _render_regimes(values: dict, progress: ui.Progress):
-    lo, hi = values["N range"]
-    lo, hi = int(math.log2(lo)), int(math.log2(hi))
-    if ui.recorded_only():
-        data = recorded("regimes")
-        if data is not None:
-            return figure_regimes(data)
-    data = measure_regimes(values["op"], lo, hi, values["dtype"], progress=progress,
-                           threads=values.get("threads"))
-    return figure_regimes(data, _recorded_or_none("regimes", lambda d: d.get("dtype") == values["dtype"]))
-
-
-def regimes(show: bool = True):
-    """Live cell (Run button): latency vs N, overhead floor → bandwidth, crossover marked."""
-    import ipywidgets as widgets
-
-    kind = device_kind()
+def _regimes_controls(kind: str) -> list:
     blo, bhi = SWEEP_EXP[kind]
     dlo, dhi = SWEEP_DEFAULT[kind]
-    options = [(f"2^{k}", 2**k) for k in range(blo, bhi + 1)]
-    rng = widgets.SelectionRangeSlider(options=options, index=(dlo - blo, dhi - blo), description="N range",
-                                       continuous_update=False, style={"description_width": "initial"},
-                                       layout=widgets.Layout(width="420px"))
-    controls = {"op": ui.choice("op", list(OPS), "add"), "N range": rng,
-                "dtype": ui.dtype_choice("float32", DTYPES)}
+    controls = [Choice("op", "add", options=list(OPS)),
+                Pow2Range("N_range", (2**dlo, 2**dhi), label="N range", lo=blo, hi=bhi),
+                Choice("dtype", "float32", options=DTYPES)]
     if kind == "cpu":
         # one intra-op thread by default: the sweep is about dispatch vs memory traffic, and on a
         # busy machine waking a second thread per op can cost milliseconds (try "all")
         n = set_threads()
-        controls["threads"] = ui.choice("torch threads", [("1", 1), (f"all ({n})", n)], 1)
-    panel = ui.Panel(
-        "Regimes",
-        controls,
-        _render_regimes,
-        run_button=True,
-    )
-    return panel.show() if show else panel
+        controls.append(Choice("threads", 1, label="torch threads", options=[("1", 1), (f"all ({n})", n)]))
+    return controls
 
 
-# =======================================================================================
-# Hooks: panels for the UI benchmark, record, warm
-# =======================================================================================
-def panels() -> dict[str, Callable[[], ui.Panel]]:
-    return {
-        "timeline": lambda: timeline(show=False),
-        "sync_trap": lambda: sync_trap(show=False),
-        "regimes": lambda: regimes(show=False),
-    }
-
-
-def record(rec, quick: bool = False) -> None:
-    """Store this part's default measurements in ``rec.sections['eager']``."""
-    section: dict[str, Any] = {}
-    section["timeline"] = measure_timeline(2**16 if quick else None)
-    section["sync_trap"] = measure_sync_trap("two_matmuls")
-    lo, hi = SWEEP_QUICK if quick else SWEEP_DEFAULT[_kind()]
-    section["regimes"] = measure_regimes("add", lo, hi)
-    for d in section.values():
-        d.pop("stamp", None)  # the record's machine and date stamp it when drawn
-    rec.sections[SECTION] = section
-
-
-def warm() -> None:
-    """Initialise the profiler and compile every jax.jit the live cells use at default sizes."""
-    measure_timeline()
-    for wl in TRAP_WORKLOADS:
-        for dtype in DTYPES:
-            try:
-                measure_sync_trap(wl, dtype, budget_s=0.01)
-            except DemoError as exc:
-                print(f"eager.warm: {one_line(exc)}")
-    machine_constants("float32", threads=1 if _kind() == "cpu" else None)  # the regimes panel's default
+regimes = Demo(
+    "regimes", "Regimes",
+    controls=_regimes_controls, measure=measure_regimes, figure=figure_regimes, run_button=True,
+    match=("dtype",), record_quick={"N_range": (2**SWEEP_QUICK[0], 2**SWEEP_QUICK[1])},
+    # the profiler's first start and the regimes panel's machine constants
+    warm=[{"N_range": (2**SWEEP_QUICK[0], 2**SWEEP_QUICK[1])}],
+)

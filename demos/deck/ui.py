@@ -1,8 +1,9 @@
-"""The live-cell panel every deck part uses (ipywidgets 7.8 API; RISE renders 7.x widgets).
+"""The live-cell panel every demo gets (ipywidgets 7.8 API; RISE renders 7.x widgets).
 
-A live cell is one call: ``demos.<topic>.live()`` builds a :class:`Panel` from controls and a
-``render(values, progress)`` function that returns a matplotlib Figure (optionally with an
-HTML table). The panel redraws the figure in place inside an ``Output`` widget whenever a
+A live cell is one call, e.g. ``eager.timeline()``: the demo's declaration
+(:class:`demos.deck.demo.Demo`) builds a :class:`Panel` from its controls and its
+``render(values, progress)``, which returns a matplotlib Figure (optionally with an HTML
+table). The panel redraws the figure in place inside an ``Output`` widget whenever a
 control changes (or on its Run button), shows progress while slow work runs, and turns any
 failure into one line in its status bar, leaving the kernel and the controls usable.
 
@@ -17,9 +18,9 @@ import time
 import traceback
 from typing import Any, Callable
 
-from ._env import static_mode
-from .errors import one_line, release_memory
-from .plots import message_figure, to_png
+from demos.engine.env import static_mode
+from demos.engine.errors import one_line, release_memory
+from demos.engine.plots import message_figure, to_png
 
 Progress = Callable[[float, str], None]
 
@@ -30,66 +31,16 @@ def _widgets():
     return widgets
 
 
-# -- controls ---------------------------------------------------------------------------
-def pow2_slider(description: str, lo: int, hi: int, value: int):
-    """A slider over powers of two, labelled 2^k (value is the integer)."""
-    w = _widgets()
-    options = [(f"2^{k}", 2**k) for k in range(lo, hi + 1)]
-    value = min((v for _, v in options), key=lambda v: abs(v - value))
-    return w.SelectionSlider(options=options, value=value, description=description,
-                             continuous_update=False, style={"description_width": "initial"},
-                             layout=w.Layout(width="420px"))
-
-
-def int_slider(description: str, lo: int, hi: int, value: int, step: int = 1):
-    w = _widgets()
-    return w.IntSlider(value=value, min=lo, max=hi, step=step, description=description,
-                       continuous_update=False, style={"description_width": "initial"},
-                       layout=w.Layout(width="380px"))
-
-
-def choice(description: str, options: list, value: Any = None):
-    w = _widgets()
-    return w.Dropdown(options=options, value=value if value is not None else _first(options),
-                      description=description, style={"description_width": "initial"},
-                      layout=w.Layout(width="260px"))
-
-
-def toggle(description: str, options: list, value: Any = None):
-    w = _widgets()
-    return w.ToggleButtons(options=options, value=value if value is not None else _first(options),
-                           description=description, style={"description_width": "initial",
-                                                           "button_width": "auto"})
-
-
-def _first(options: list) -> Any:
-    o = options[0]
-    return o[1] if isinstance(o, tuple) else o
-
-
-def dtype_choice(value: str = "float32", options: tuple[str, ...] = ("float32", "bfloat16")):
-    return choice("dtype", list(options), value)
-
-
 # -- the panel --------------------------------------------------------------------------
 class Panel:
     """Controls + status line + progress bar + figure, redrawn in place."""
 
-    def __init__(
-        self,
-        title: str,
-        controls: dict[str, Any],
-        render: Callable[..., Any],
-        *,
-        run_button: bool = False,
-        defaults: dict[str, Any] | None = None,
-        auto_render: bool = True,
-    ):
-        self.title = title
-        self.render_fn = render
-        self.controls = controls
-        self.run_button = run_button
-        self.defaults = defaults or {}
+    def __init__(self, demo, specs):
+        self.demo = demo
+        self.title = demo.title
+        self.specs = list(specs)
+        self.run_button = demo.run_button
+        self.initial: dict | None = None  # a cold demo's result from `make warm`, shown at once
         self.renders = 0
         self.last_png: bytes | None = None
         self.last_html: str = ""
@@ -97,13 +48,22 @@ class Panel:
         self.last_values: dict[str, Any] = {}
         self.last_seconds: float | None = None
         self._built = False
-        self.auto_render = auto_render
+        self._controls: dict[str, Any] = {}
+
+    def render_fn(self, values: dict[str, Any], progress: Progress):
+        return self.demo.render(values, progress)
+
+    @property
+    def controls(self) -> dict[str, Any]:
+        """The control widgets by name (built on first use)."""
+        self._build()
+        return self._controls
 
     # values --------------------------------------------------------------------------
     def values(self) -> dict[str, Any]:
-        vals = dict(self.defaults)
-        vals.update({k: c.value for k, c in self.controls.items()})
-        return vals
+        if not self._built:
+            return {s.name: s.default for s in self.specs}
+        return {k: c.value for k, c in self._controls.items()}
 
     # widgets -------------------------------------------------------------------------
     def _build(self) -> None:
@@ -115,14 +75,15 @@ class Panel:
                                                                                          visibility="hidden"))
         self.out = w.Output(layout=w.Layout(min_height="200px"))
         self.table = w.HTML(value="")
-        row = list(self.controls.values())
+        self._controls = {spec.name: spec.widget() for spec in self.specs}
+        row = list(self._controls.values())
         if self.run_button:
             self.button = w.Button(description="Run", button_style="primary", icon="play",
                                    layout=w.Layout(width="110px"))
             self.button.on_click(lambda _b: self.update())
             row.append(self.button)
         else:
-            for c in self.controls.values():
+            for c in self._controls.values():
                 c.observe(lambda _change: self.update(), names="value")
         controls = w.HBox(row, layout=w.Layout(flex_flow="row wrap", align_items="center"))
         self.widget = w.VBox([controls, w.HBox([self.progress_bar, self.status]), self.out, self.table],
@@ -146,7 +107,10 @@ class Panel:
         self.last_values = values
         t0 = time.perf_counter()
         try:
-            result = self.render_fn(values, self.progress)
+            if self.initial is not None and self.renders == 0 and not recorded_only():
+                result = self.demo.figure(self.initial, self.demo.reference(values))
+            else:
+                result = self.render_fn(values, self.progress)
             self.last_error = None
         except Exception as exc:  # one line, kernel survives
             release_memory()
@@ -212,10 +176,11 @@ class Panel:
             self.render_static()
             return None
         self._build()
-        if self.auto_render:
-            self.update()
-        else:
-            self.status.value = "press Run"
+        cold = self.initial is not None
+        self.update()
+        if cold and not self.last_error:
+            self.status.value = ("<span class='jitdeck-ok' style='color:#555'>the result `make warm` measured; "
+                                 "press Run to measure it again</span>")
         from IPython.display import display
 
         display(self.widget)

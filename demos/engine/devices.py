@@ -10,8 +10,8 @@ import sysconfig
 from pathlib import Path
 from typing import Any
 
-from . import _env  # noqa: F401  (environment before frameworks)
-from .errors import DemoError
+import demos  # noqa: F401  (its __init__ sets the environment before frameworks load)
+from demos.engine.errors import DemoError
 
 DTYPES = ("float32", "bfloat16", "float16")
 
@@ -276,7 +276,7 @@ def backend_status(check_compile: bool = False) -> dict[str, dict[str, Any]]:
                     torch._dynamo.reset()
                     status["torch_compile"]["detail"] += " (test compile ok)"
                 except Exception as exc:  # pragma: no cover - depends on machine
-                    from .errors import one_line
+                    from demos.engine.errors import one_line
 
                     status["torch_compile"] = {
                         "ok": False,
@@ -294,7 +294,7 @@ def backend_status(check_compile: bool = False) -> dict[str, dict[str, Any]]:
             jax.jit(lambda a: a + 1)(jnp.ones(4)).block_until_ready()
             ok, detail = True, f"jax {jax.__version__} on {jax_backend()}"
         except Exception as exc:  # pragma: no cover
-            from .errors import one_line
+            from demos.engine.errors import one_line
 
             ok, detail = False, one_line(exc)
         status["jax_eager"] = {"ok": ok, "detail": detail}

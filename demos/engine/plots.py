@@ -75,6 +75,19 @@ def stamp(fig: Figure, text: str, *, where: str = "Measured on") -> None:
         pass
 
 
+def stamp_figure(fig: Figure, data: dict[str, Any], reference: dict[str, Any] | None = None) -> None:
+    """The footer of every demo figure: where ``data`` was measured (or recorded), and, when a
+    recorded run is drawn beside it, that run's machine and date on a second line."""
+    stamp(fig, data.get("stamp", ""), where="Recorded on" if data.get("recorded") else "Measured on")
+    if reference is not None:
+        fig.text(0.005, 0.028, f"Beside it, recorded on: {reference.get('stamp', '?')}", fontsize=9,
+                 color="#555555", ha="left", va="bottom")
+        try:
+            fig.get_layout_engine().set(rect=(0, 0.07, 1, 0.93))
+        except Exception:
+            pass
+
+
 def machine_stamp(machine: dict[str, Any], extra: str = "", date: str = "") -> str:
     vers = ", ".join(f"{k} {machine[k]}" for k in ("torch", "jax") if machine.get(k))
     parts = [machine.get("device_name", "?")]
@@ -89,8 +102,8 @@ def machine_stamp(machine: dict[str, Any], extra: str = "", date: str = "") -> s
 
 
 def live_stamp(extra: str = "") -> str:
-    from .devices import machine_info
-    from .results import now_iso
+    from demos.engine.devices import machine_info
+    from demos.engine.results import now_iso
 
     return machine_stamp(_cached_machine(machine_info), extra, now_iso())
 

@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ._env import PROJECT_ROOT
+from demos.engine.env import PROJECT_ROOT
 
 SLIDES_DIR = PROJECT_ROOT / "slides"
 

@@ -1,0 +1,435 @@
+"""One declaration per live demo; everything that enumerates demos is derived from it.
+
+A topic module declares each live demo once::
+
+    timeline = Demo(
+        "timeline", "Eager timeline",
+        controls=lambda kind: [Pow2("N", 10, 24, 2**15), Choice("dtype", DTYPES)],
+        measure=measure_timeline,          # measure_timeline(N=..., dtype=..., [progress=...]) -> dict
+        figure=figure_timeline,            # figure_timeline(data, reference) -> Figure (pure)
+        match=("dtype",),                  # a recorded run is drawn beside only when these agree
+    )
+
+and the live cell is ``eager.timeline()``. From that one declaration this module builds the
+panel (controls, progress, redraw in place, one-line errors), the record section for
+``make record``, the warm-up for ``make warm``, the recorded-only export (``make pdf
+RESULTS=…``), the lookup of the reference record with its stamp, the rows of ``ui-bench`` and
+the shared widget test.
+
+``measure`` is called with the control values as keyword arguments (plus ``progress`` when it
+takes one) and returns a JSON-able dict; the panel adds ``values`` and a ``stamp`` saying
+where it was measured. ``figure(data, reference)`` draws a measurement, live or recorded;
+``reference`` is the recorded run's data for the same demo (stamped, ``recorded=True``) or
+None. Controls marked ``view=True`` change only the drawing: moving one redraws without
+measuring again.
+"""
+from __future__ import annotations
+
+import inspect
+import json
+import math
+import os
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from demos.engine import plots
+from demos.engine.env import CACHE_ROOT
+from demos.engine.errors import DemoError
+
+Progress = Callable[[float, str], None]
+
+
+def _noop(_fraction: float, _message: str = "") -> None:
+    pass
+
+
+# =======================================================================================
+# Controls: declared as data, turned into ipywidgets only inside a kernel
+# =======================================================================================
+@dataclass
+class Control:
+    name: str                 # the keyword ``measure`` receives
+    default: Any = None
+    label: str = ""           # shown beside the widget (default: name)
+    view: bool = False        # True: changes only the drawing, not the measurement
+
+    def values(self) -> list[Any]:
+        """Every value the control can take, in order (for tests and the UI benchmark)."""
+        raise NotImplementedError
+
+    def neighbour(self, value: Any) -> Any:
+        """A nearby valid value different from ``value`` (a small, realistic move)."""
+        vals = self.values()
+        i = vals.index(value) if value in vals else 0
+        return vals[i - 1] if i > 0 else vals[min(1, len(vals) - 1)]
+
+    def widget(self):
+        raise NotImplementedError
+
+    def _style(self) -> dict:
+        return {"description": self.label or self.name, "style": {"description_width": "initial"}}
+
+
+def _widgets():
+    import ipywidgets  # Jupyter-only: imported lazily
+
+    return ipywidgets
+
+
+@dataclass
+class Choice(Control):
+    """A dropdown (or toggle buttons) over values, each a value or a (label, value) pair."""
+    options: Sequence[Any] = ()
+    toggle: bool = False
+
+    def __post_init__(self):
+        if not self.options:
+            raise ValueError(f"control {self.name!r} has no options")
+        if self.default is None:
+            self.default = self.values()[0]
+
+    def values(self) -> list[Any]:
+        return [o[1] if isinstance(o, tuple) else o for o in self.options]
+
+    def widget(self):
+        w = _widgets()
+        if self.toggle:
+            st = self._style()
+            st["style"]["button_width"] = "auto"
+            return w.ToggleButtons(options=list(self.options), value=self.default, **st)
+        return w.Dropdown(options=list(self.options), value=self.default, layout=w.Layout(width="300px"),
+                          **self._style())
+
+
+@dataclass
+class Pow2(Control):
+    """A slider over powers of two 2^lo … 2^hi, labelled 2^k; the value is the integer."""
+    lo: int = 0
+    hi: int = 0
+
+    def __post_init__(self):
+        self.default = min(self.values(), key=lambda v: abs(v - int(self.default or 2**self.lo)))
+
+    def values(self) -> list[int]:
+        return [2**k for k in range(self.lo, self.hi + 1)]
+
+    def widget(self):
+        w = _widgets()
+        return w.SelectionSlider(options=[(f"2^{k}", 2**k) for k in range(self.lo, self.hi + 1)],
+                                 value=self.default, continuous_update=False,
+                                 layout=w.Layout(width="420px"), **self._style())
+
+
+@dataclass
+class Pow2Range(Control):
+    """A range slider over powers of two; the value is a (low, high) pair of integers."""
+    lo: int = 0
+    hi: int = 0
+
+    def values(self) -> list[tuple[int, int]]:
+        a, b = self.default
+        return [(a, b)] + [(a, v) for v in (2**k for k in range(self.lo, self.hi + 1)) if v > a and v != b]
+
+    def widget(self):
+        w = _widgets()
+        options = [(f"2^{k}", 2**k) for k in range(self.lo, self.hi + 1)]
+        a, b = self.default
+        return w.SelectionRangeSlider(options=options, index=(int(math.log2(a)) - self.lo,
+                                                              int(math.log2(b)) - self.lo),
+                                      continuous_update=False, layout=w.Layout(width="420px"),
+                                      **self._style())
+
+
+@dataclass
+class Int(Control):
+    """An integer slider lo … hi."""
+    lo: int = 0
+    hi: int = 1
+    step: int = 1
+
+    def values(self) -> list[int]:
+        return list(range(self.lo, self.hi + 1, self.step))
+
+    def widget(self):
+        w = _widgets()
+        return w.IntSlider(value=self.default, min=self.lo, max=self.hi, step=self.step,
+                           continuous_update=False, layout=w.Layout(width="380px"), **self._style())
+
+
+@dataclass
+class Float(Control):
+    """A slider over a fixed list of floats (e.g. size scales), labelled like ×0.5."""
+    options: Sequence[float] = ()
+    fmt: str = "×{:g}"
+
+    def values(self) -> list[float]:
+        return list(self.options)
+
+    def widget(self):
+        w = _widgets()
+        return w.SelectionSlider(options=[(self.fmt.format(v), v) for v in self.options], value=self.default,
+                                 continuous_update=False, layout=w.Layout(width="380px"), **self._style())
+
+
+# =======================================================================================
+# The declaration
+# =======================================================================================
+_REGISTRY: dict[str, "Demo"] = {}
+
+
+def device_kind() -> str:
+    from demos.engine.devices import device_kind as kind
+
+    return kind()
+
+
+@dataclass(eq=False)
+class Demo:
+    """A live demo, declared once (see the module docstring)."""
+    name: str
+    title: str
+    controls: Sequence[Control] | Callable[[str], Sequence[Control]]
+    measure: Callable[..., dict]
+    figure: Callable[[dict, dict | None], Any]
+    run_button: bool = False
+    match: tuple[str, ...] = ()
+    # what `make warm` runs: value overrides, one measurement each (default: the defaults),
+    # or a callable doing something more specific
+    warm: Sequence[dict] | Callable[[], None] = ({},)
+    record: dict = field(default_factory=dict)        # overrides for `make record`
+    record_quick: dict = field(default_factory=dict)  # … and for `make record --quick`
+    to_record: Callable[[dict], dict] | None = None   # slims a measurement before it is stored
+    cold: bool = False     # the lesson is a cold compile: show `make warm`'s result, re-measure on Run
+    panel_class: type | None = None                   # a ui.Panel subclass for stateful demos
+    topic: str = ""
+
+    def __post_init__(self):
+        if not self.topic:
+            self.topic = self.measure.__module__.rsplit(".", 1)[-1]
+        self._memo: tuple[tuple, dict] | None = None
+        _REGISTRY[self.key] = self
+
+    # -- identity ----------------------------------------------------------------------
+    @property
+    def key(self) -> str:
+        return f"{self.topic}.{self.name}"
+
+    def __repr__(self) -> str:
+        return f"<Demo {self.key}>"
+
+    # -- values ------------------------------------------------------------------------
+    def control_list(self, kind: str | None = None) -> list[Control]:
+        ctl = self.controls(kind or device_kind()) if callable(self.controls) else self.controls
+        return list(ctl)
+
+    def defaults(self, kind: str | None = None) -> dict[str, Any]:
+        return {c.name: c.default for c in self.control_list(kind)}
+
+    def _measure_args(self, values: dict[str, Any]) -> dict[str, Any]:
+        view = {c.name for c in self.control_list() if c.view}
+        return {k: v for k, v in values.items() if k not in view}
+
+    # -- measuring ---------------------------------------------------------------------
+    def run(self, values: dict[str, Any] | None = None, progress: Progress | None = None) -> dict:
+        """Measure at ``values`` (missing ones take their defaults). A change of view-only
+        controls reuses the last measurement. The result carries ``values`` and ``stamp``."""
+        vals = self.defaults()
+        vals.update(values or {})
+        args = self._measure_args(vals)
+        key = tuple(sorted((k, repr(v)) for k, v in args.items()))
+        if self._memo is not None and self._memo[0] == key:
+            data = dict(self._memo[1])
+        else:
+            kw = dict(args)
+            if "progress" in inspect.signature(self.measure).parameters:
+                kw["progress"] = progress or _noop
+            data = self.measure(**kw)
+            if not isinstance(data, dict):
+                raise TypeError(f"{self.key}: measure returned {type(data).__name__}, not a dict")
+            data.setdefault("stamp", plots.live_stamp(data.get("extra", "")))
+            self._memo = (key, dict(data))
+        data["values"] = vals
+        return data
+
+    # -- recorded runs -------------------------------------------------------------------
+    def reference(self, values: dict[str, Any] | None = None, record=None) -> dict | None:
+        """This demo's data in the reference record (``results.reference()``), stamped with the
+        record's machine and date, or None (no record, no section, or ``match`` disagrees)."""
+        if record is None:
+            from demos.engine.results import reference
+
+            record = reference()
+        if record is None:
+            return None
+        data = record.sections.get(self.topic, {}).get(self.name)
+        if not isinstance(data, dict):
+            return None
+        if values is not None:
+            recorded_values = data.get("values", {})
+            if any(k in recorded_values and recorded_values[k] != values.get(k) for k in self.match):
+                return None
+        out = dict(data)
+        out["recorded"] = True
+        out["stamp"] = plots.machine_stamp(record.machine, data.get("extra", ""), record.created)
+        out["machine_short"] = short_machine(record.machine)
+        return out
+
+    def record_into(self, rec, quick: bool = False) -> dict:
+        """Measure the recorded configuration and store it in ``rec.sections[topic][name]``."""
+        values = dict(self.record)
+        if quick:
+            values.update(self.record_quick)
+        data = self.run(values)
+        data.pop("stamp", None)  # the record's machine and date stamp it when drawn
+        if self.to_record is not None:
+            data = self.to_record(data)
+        data = json.loads(json.dumps(data, default=_jsonable))
+        rec.sections.setdefault(self.topic, {})[self.name] = data
+        return data
+
+    # -- warming -------------------------------------------------------------------------
+    def warm_up(self) -> None:
+        """Compile what the live cell compiles at its default sizes (the persistent caches
+        keep it); a cold demo also keeps its result for the panel to show at once."""
+        if callable(self.warm):
+            self.warm()
+            return
+        for over in self.warm:
+            data = self.run(over)
+            if self.cold and not over:
+                save_last(self, data)
+
+    # -- the panel ---------------------------------------------------------------------
+    def render(self, values: dict[str, Any], progress: Progress):
+        """What the panel draws: the live measurement beside the recorded one, or, in a
+        recorded-only export, the recorded one alone."""
+        from demos.deck.ui import recorded_only
+
+        if recorded_only():
+            ref = self.reference(values)
+            if ref is None:
+                raise DemoError(f"the recorded run has no {self.key} measurement"
+                                + (f" for {', '.join(f'{k}={values.get(k)}' for k in self.match)}"
+                                   if self.match else ""))
+            return self.figure(ref, None)
+        data = self.run(values, progress)
+        return self.figure(data, self.reference(values))
+
+    def panel(self, **overrides: Any):
+        """The live panel (a ``ui.Panel``); ``overrides`` set controls' starting values."""
+        from demos.deck import ui
+
+        controls = self.control_list()
+        unknown = set(overrides) - {c.name for c in controls}
+        if unknown:
+            raise DemoError(f"{self.key} has no control {', '.join(sorted(unknown))}; "
+                            f"valid: {', '.join(c.name for c in controls)}")
+        specs = []
+        for c in controls:
+            if c.name in overrides:
+                if overrides[c.name] not in c.values() and not isinstance(c, Pow2Range):
+                    raise DemoError(f"{self.key}: {c.name}={overrides[c.name]!r} is not one of "
+                                    f"{c.values()[:8]}")
+                c = _replace_default(c, overrides[c.name])
+            specs.append(c)
+        cls = self.panel_class or ui.Panel
+        panel = cls(self, specs)
+        if self.cold:
+            panel.initial = load_last(self)
+        return panel
+
+    def __call__(self, show: bool = True, **overrides: Any):
+        """The live cell: ``eager.timeline()`` shows the panel; ``show=False`` returns it."""
+        panel = self.panel(**overrides)
+        return panel.show() if show else panel
+
+
+def _replace_default(c: Control, value: Any) -> Control:
+    import copy
+
+    c = copy.copy(c)
+    c.default = value
+    return c
+
+
+def short_machine(machine: dict) -> str:
+    name = machine.get("gpu_name") or machine.get("device_name") or "recorded"
+    name = name.replace("NVIDIA ", "").replace("CPU: ", "")
+    return name.split("(")[0].strip()[:28]
+
+
+def _jsonable(o: Any) -> Any:
+    if hasattr(o, "tolist"):
+        return o.tolist()
+    if isinstance(o, (set, tuple)):
+        return list(o)
+    return str(o)
+
+
+# =======================================================================================
+# The last result of a cold demo, kept by `make warm`
+# =======================================================================================
+LAST_DIR = CACHE_ROOT / "last"
+
+
+def _last_path(demo: Demo) -> Path:
+    from demos.engine.devices import torch_device
+
+    return LAST_DIR / f"{demo.key}-{torch_device()}.json"
+
+
+def save_last(demo: Demo, data: dict) -> Path | None:
+    path = _last_path(demo)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps({"saved": time.strftime("%Y-%m-%d %H:%M"), "data": data}, default=_jsonable))
+        os.replace(tmp, path)
+        return path
+    except OSError as exc:
+        print(f"{demo.key}: could not keep the warm result in {path.parent} ({exc.strerror})", file=sys.stderr)
+        return None
+
+
+def load_last(demo: Demo) -> dict | None:
+    """The result `make warm` measured for a cold demo (None when there is none, or it is unreadable)."""
+    path = _last_path(demo)
+    try:
+        saved = json.loads(path.read_text())
+        data = saved["data"]
+        if not isinstance(data, dict):
+            return None
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    data["stamp"] = f"{data.get('stamp', '')} · measured by `make warm` on {saved.get('saved', '?')}"
+    return data
+
+
+# =======================================================================================
+# The registry
+# =======================================================================================
+def registered() -> list[Demo]:
+    """Every declared demo, in part order (a topic module's ``PART``), then declaration order."""
+    order = {key: i for i, key in enumerate(_REGISTRY)}
+
+    def part(d: Demo) -> int:
+        mod = sys.modules.get(d.measure.__module__)
+        return getattr(mod, "PART", 99)
+
+    return sorted(_REGISTRY.values(), key=lambda d: (part(d), order[d.key]))
+
+
+def select(demos: Sequence[Demo], names: Sequence[str] | None) -> list[Demo]:
+    """Demos whose key (``topic.name``) or topic is in ``names`` (all when None)."""
+    if not names:
+        return list(demos)
+    from demos.engine.errors import unknown_name
+
+    valid = [d.key for d in demos] + sorted({d.topic for d in demos})
+    for n in names:
+        if n not in valid:
+            raise unknown_name("demo", n, valid)
+    return [d for d in demos if d.key in names or d.topic in names]

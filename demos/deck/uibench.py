@@ -1,0 +1,75 @@
+"""Warm interaction latency of every declared demo: a control moved, the figure redrawn.
+
+``python -m demos ui-bench`` builds each demo's panel, renders it once (the first render may
+compile: reported apart as ``first``), then moves each control between its default and a
+neighbouring value, timing the redraw (a Run-button panel: the control set, then Run).
+Target: median under 0.5 s on a 2-core CPU at default sizes; Run-button sweeps within 5 s.
+"""
+from __future__ import annotations
+
+import contextlib
+import io
+import statistics
+import time
+from typing import Any, Sequence
+
+
+def bench_panel(panel, repeats: int = 6) -> list[dict[str, Any]]:
+    """Time redraws after moving each control of ``panel`` (one row per control)."""
+    rows = []
+    panel._build()
+    for spec in panel.specs:
+        ctl = panel.controls[spec.name]
+        a = ctl.value
+        b = spec.neighbour(a)
+        if b == a:
+            continue
+        times = []
+        for i in range(repeats + 2):
+            t0 = time.perf_counter()
+            ctl.value = b if i % 2 == 0 else a  # an observed panel redraws inside this assignment
+            if panel.run_button:
+                panel.update()
+            if i >= 2:  # the first move of each value may still compile: a warm-up
+                times.append(time.perf_counter() - t0)
+        rows.append({"control": spec.name, "values": [a, b], "median_s": statistics.median(times),
+                     "max_s": max(times), "n": len(times), "error": panel.last_error})
+    return rows
+
+
+def run(demos: Sequence, repeats: int = 6, verbose: bool = True) -> list[dict[str, Any]]:
+    rows = []
+    for demo in demos:
+        panel = demo.panel()
+        # nothing a panel prints (IPython display objects outside a kernel) enters the report
+        with contextlib.redirect_stdout(io.StringIO()):
+            t0 = time.perf_counter()
+            panel._build()
+            panel.update()  # first render: may compile (cold), reported apart
+            first = time.perf_counter() - t0
+            results = bench_panel(panel, repeats)
+        for res in results:
+            res.update(demo=demo.key, first_s=first, run_button=demo.run_button)
+            rows.append(res)
+            if verbose:
+                print(_line(res), flush=True)
+    return rows
+
+
+def _line(r: dict[str, Any]) -> str:
+    kind = "Run" if r["run_button"] else "move"
+    err = f"  ERROR {r['error']}" if r["error"] else ""
+    return (f"{r['demo']:<30} {r['control']:<12} {kind:<4} first {r['first_s']:6.2f} s   "
+            f"median {r['median_s']:.3f} s (max {r['max_s']:.3f} s, n={r['n']}){err}")
+
+
+def report(rows: list[dict[str, Any]]) -> str:
+    if not rows:
+        return "no panels measured"
+    meds = [r["median_s"] for r in rows]
+    slow = [r for r in rows if r["median_s"] > (5.0 if r["run_button"] else 0.5)]
+    text = (f"\n{len(rows)} controls over {len({r['demo'] for r in rows})} demos · median of medians "
+            f"{statistics.median(meds):.3f} s · worst {max(meds):.3f} s")
+    if slow:
+        text += "\nover target (0.5 s a move, 5 s a Run): " + ", ".join(f"{r['demo']}:{r['control']}" for r in slow)
+    return text
