@@ -6,7 +6,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 PYTEST_ARGS ?=
 
-.PHONY: help setup present test test-fast pdf html warm record bench info clean
+.PHONY: help setup present test pdf html warm record bench info clean clean-slides lint-slides
 
 help:
 	@echo "make present   open the deck as a slideshow (JupyterLab + RISE on 127.0.0.1)"
@@ -17,6 +17,7 @@ help:
 	@echo "make bench     python -m demos bench --quick"
 	@echo "make record    python -m demos record (on a GPU machine: the reference run)"
 	@echo "make info      what this machine has and which backends work"
+	@echo "make clean-slides  store every slide notebook clean (no outputs); lint-slides: check DECK.md rules"
 
 setup: $(STAMP)
 
@@ -26,7 +27,7 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --quiet -e '.[dev]'
 	@touch $(STAMP)
 
-# Presenting and exporting (demos/present.py, demos/export.py).
+# Presenting and exporting (demos/deck/present.py, demos/deck/export.py).
 PART    ?= 1
 PORT    ?= 8888
 RESULTS ?=
@@ -60,6 +61,12 @@ bench: $(STAMP)
 
 record: $(STAMP)
 	$(PY) -m demos record
+
+clean-slides: $(STAMP)
+	$(PY) -m demos.deck.nbtools clean
+
+lint-slides: $(STAMP)
+	$(PY) -m demos.deck.nbtools lint
 
 clean:
 	rm -rf build .pytest_cache

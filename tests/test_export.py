@@ -276,6 +276,16 @@ def test_make_pdf_with_recorded_results_draws_the_record(tmp_path):
     assert pngs(recorded_nb) and pngs(live_nb) and pngs(recorded_nb) != pngs(live_nb)
 
 
+@pytest.mark.parametrize("content", ['{"schema": "jit-deck/record@2", "rows": [', "", '{"schema": "other"}',
+                                     '{"schema": "jit-deck/record@99"}'])
+def test_a_bad_results_file_stops_the_export_in_one_line(content, tmp_path, capsys):
+    bad = tmp_path / "r.json"
+    bad.write_text(content)
+    assert export.main(["pdf", "--results", str(bad), "--notebook", str(FIXTURE)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "r.json" in err and len(err.splitlines()) == 1, err
+
+
 def test_missing_results_file_is_one_clear_line(capsys):
     assert export.main(["pdf", "--results", "assets/results/nope.json", "--notebook", str(FIXTURE)]) == 2
     assert "no recorded results file" in capsys.readouterr().err

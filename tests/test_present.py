@@ -120,13 +120,117 @@ def test_real_server_requires_the_token_listens_only_on_localhost_and_stops(monk
         socket.create_connection(("127.0.0.1", p.port), timeout=3).close()
 
 
-def test_kernel_startup_file_is_written_and_pythonstartup_points_at_it(tmp_path):
-    path = present.write_kernel_startup(tmp_path / "startup.py")
-    code = path.read_text()
-    compile(code, str(path), "exec")
-    assert "kernel_startup" in code
-    assert present.plan(FIXTURE, token="x" * 32).env["PYTHONSTARTUP"] == str(present.KERNEL_STARTUP)
-    assert present.kernel_startup({}) == []  # outside a kernel it does nothing
+def _api(p, method: str, path: str, body: dict | None = None) -> dict:
+    req = urllib.request.Request(f"{p.base_url()}api/{path}", method=method,
+                                 data=json.dumps(body).encode() if body is not None else None,
+                                 headers={"Authorization": f"token {p.token}", "Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=60) as r:
+        text = r.read()
+    return json.loads(text) if text else {}
+
+
+def _children(pid: int) -> set[int]:
+    """Every live descendant of ``pid`` (from /proc)."""
+    parent = {}
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                parent[int(d.name)] = int((d / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                pass
+    out, todo = set(), [pid]
+    while todo:
+        cur = todo.pop()
+        kids = {c for c, pp in parent.items() if pp == cur}
+        out |= kids
+        todo += list(kids)
+    return out
+
+
+def _alive(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("sig", ["SIGTERM", "SIGHUP"])
+def test_make_present_stopped_by_a_signal_stops_the_server_and_its_kernels(sig, tmp_path):
+    import os
+    import signal
+    import sys
+
+    port = present.free_port()
+    token = "t" * 32
+    env = dict(os.environ, JUPYTER_TOKEN=token, DEMOS_PRESENT_QUIET="1")
+    proc = subprocess.Popen([sys.executable, "-m", "demos.deck.present", "--part", FIXTURE, "--port", str(port),
+                             "--no-browser"], cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True)
+    p = present.plan(FIXTURE, port=port, token=token)
+    try:
+        present.wait_ready(p, timeout=120)
+        kernel = _api(p, "POST", "kernels", {"name": "python3"})
+        deadline = time.time() + 60
+        while time.time() < deadline and not _children(proc.pid):
+            time.sleep(0.2)
+        family = _children(proc.pid)
+        assert family, "the server and a kernel run under make present"
+        assert kernel["id"]
+        proc.send_signal(getattr(signal, sig))
+        out, _ = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert "stopping the Jupyter server" in out, out[-2000:]
+    with pytest.raises(ConnectionRefusedError):
+        socket.create_connection(("127.0.0.1", port), timeout=3).close()
+    deadline = time.time() + 20
+    while time.time() < deadline and any(_alive(pid) for pid in family):
+        time.sleep(0.3)
+    assert not [pid for pid in family if _alive(pid)], "a server or kernel process outlived make present"
+
+
+@pytest.mark.slow
+def test_a_slide_saved_from_jupyterlab_is_stored_clean(tmp_path, monkeypatch):
+    """The lecturer edits a slide in JupyterLab (after running cells) and saves: the file keeps the
+    edit, loses outputs and session metadata, and still passes the deck's lint; saving an
+    unchanged slide (autosave while presenting) leaves the file byte for byte as it was."""
+    import shutil
+
+    from demos.deck.nbtools import problems
+
+    src = parts()[0]
+    (tmp_path / "slides").mkdir()
+    stored = tmp_path / "slides" / src.name
+    shutil.copy(src, stored)
+    original = stored.read_bytes()
+    monkeypatch.delenv("JUPYTER_TOKEN", raising=False)
+    p = present.plan(f"slides/{src.name}", port=present.free_port(), root=tmp_path)
+    proc = present.start(p)
+    try:
+        present.wait_ready(p, proc)
+        path = f"contents/slides/{src.name}"
+        model = _api(p, "GET", path)
+        _api(p, "PUT", path, {"type": "notebook", "format": "json", "content": model["content"]})
+        assert stored.read_bytes() == original, "saving an unchanged slide changed the file"
+        nb = model["content"]
+        nb["metadata"]["language_info"] = {"name": "python", "version": "3.11.7", "mimetype": "text/x-python"}
+        nb["metadata"]["widgets"] = {"application/vnd.jupyter.widget-state+json": {"state": {}}}
+        code = next(c for c in nb["cells"] if c["cell_type"] == "code")
+        code["outputs"] = [{"output_type": "stream", "name": "stdout", "text": "hello\n"}]
+        code["execution_count"] = 3
+        code["metadata"]["execution"] = {"iopub.status.busy": "2026-11-22T00:00:00Z"}
+        nb["cells"][0]["source"] = nb["cells"][0]["source"].replace("Eager mode", "Eager mode, edited")
+        _api(p, "PUT", path, {"type": "notebook", "format": "json", "content": nb})
+    finally:
+        present.stop(proc)
+    saved = nbformat.read(str(stored), as_version=4)
+    assert "Eager mode, edited" in saved.cells[0].source
+    assert problems(saved) == []
+    assert all(c.outputs == [] and c.execution_count is None for c in saved.cells if c.cell_type == "code")
+    assert "widgets" not in saved.metadata and "version" not in saved.metadata["language_info"]
 
 
 # -- warm caches ------------------------------------------------------------------------

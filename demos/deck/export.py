@@ -427,6 +427,10 @@ def main(argv: list[str] | None = None) -> int:
         results = Path(args.results) if args.results else None
         if results and not results.exists():
             raise DemoError(f"no recorded results file {results}")
+        if results:
+            from demos.engine.results import Record
+
+            Record.load(results)  # a truncated or foreign file stops here, in one line, before any work
         if args.what == "assets":
             log(f"assets in {copy_assets(Path(args.out) if args.out else BUILD / 'html')}")
             return 0

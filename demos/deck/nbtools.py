@@ -1,13 +1,15 @@
 """Authoring and executing the RISE notebooks in slides/ (Jupyter packages imported lazily).
 
-Authoring: a part is written as a list of cells built with :func:`slide`, :func:`sub`,
-:func:`fragment`, :func:`code`, :func:`notes`, then :func:`write` stores it without outputs and
-with the deck's RISE settings. Executing: :func:`execute` runs a notebook headless the way
+The notebooks in slides/ are the one source of the slides: lecturers edit them in JupyterLab.
+:func:`clean` is their stored form (no outputs, no session metadata, the deck's RISE
+settings), applied on every save by :func:`pre_save_hook` while presenting and by
+`make clean-slides`; :func:`problems` checks a part against shared/DECK.md. Executing: :func:`execute` runs a notebook headless the way
 exports and tests do (DEMOS_STATIC=1: live cells render their default figure as PNG).
 """
 from __future__ import annotations
 
 import os
+import re
 import time
 from pathlib import Path
 from typing import Any
@@ -33,76 +35,103 @@ RISE_SETTINGS: dict[str, Any] = {
 }
 
 
-def _cell(kind: str, source: str, slide_type: str | None, **meta: Any):
-    import nbformat.v4 as v4
-
-    source = source.strip("\n")
-    cell = v4.new_markdown_cell(source) if kind == "markdown" else v4.new_code_cell(source)
-    if slide_type:
-        cell.metadata["slideshow"] = {"slide_type": slide_type}
-    cell.metadata.update(meta)
-    return cell
+# Cell metadata a slide keeps; everything else (execution timings, collapsed/scrolled state,
+# trust) is session state that JupyterLab writes and git must not see.
+CELL_METADATA = ("slideshow", "tags")
+NOTEBOOK_METADATA = {
+    "kernelspec": {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"},
+    "language_info": {"name": "python"},
+}
 
 
-def slide(markdown: str, **meta: Any):
-    """A new horizontal slide (markdown)."""
-    return _cell("markdown", markdown, "slide", **meta)
+def clean(nb) -> Any:
+    """The stored form of a slide notebook: no outputs or execution counts, no session metadata
+    (kernel versions, widget state), the deck's RISE settings. Idempotent."""
+    for c in nb["cells"]:
+        if c["cell_type"] == "code":
+            c["outputs"] = []
+            c["execution_count"] = None
+        meta = c.get("metadata", {})
+        c["metadata"] = {k: meta[k] for k in CELL_METADATA if k in meta}
+    meta = nb.setdefault("metadata", {})
+    for k in list(meta):
+        if k not in ("rise", "title"):
+            del meta[k]
+    meta.update({k: dict(v) for k, v in NOTEBOOK_METADATA.items()})
+    meta["rise"] = dict(RISE_SETTINGS)
+    return nb
 
 
-def sub(markdown: str, **meta: Any):
-    """A new vertical sub-slide (markdown)."""
-    return _cell("markdown", markdown, "subslide", **meta)
+def pre_save_hook(model: dict, path: str = "", **_kw: Any) -> None:
+    """Jupyter's ContentsManager.pre_save_hook (set by `make present`): a slide saved from
+    JupyterLab or by autosave while presenting is stored clean, so presenting leaves git clean
+    and a lecturer's edits keep `make test` green."""
+    if model.get("type") == "notebook" and isinstance(model.get("content"), dict) \
+            and Path(path).parts[:1] == ("slides",):
+        clean(model["content"])
 
 
-def fragment(markdown: str, **meta: Any):
-    return _cell("markdown", markdown, "fragment", **meta)
-
-
-def md(markdown: str, **meta: Any):
-    """Markdown that continues the current slide."""
-    return _cell("markdown", markdown, "-", **meta)
-
-
-def code(source: str, slide_type: str = "-", **meta: Any):
-    """A code cell on the current slide (use slide_type='slide' to start a new one)."""
-    return _cell("code", source, slide_type, **meta)
-
-
-def setup(source: str):
-    """A code cell skipped by the slideshow (imports), but executed."""
-    return _cell("code", source, "skip")
-
-
-def notes(markdown: str):
-    """Speaker notes for the current slide."""
-    return _cell("markdown", markdown, "notes")
-
-
-def write(path: str | Path, cells: list, title: str) -> Path:
+def write(nb, path: str | Path) -> Path:
+    """Store a notebook in its clean form (what `make test` checks)."""
     import nbformat
-    import nbformat.v4 as v4
 
-    nb = v4.new_notebook()
-    nb.cells = cells
-    nb.metadata.update({
-        "kernelspec": {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"},
-        "language_info": {"name": "python"},
-        "rise": dict(RISE_SETTINGS),
-        "title": title,
-    })
-    strip_outputs(nb)
     path = Path(path)
-    nbformat.write(nb, path)
+    nbformat.write(nbformat.from_dict(clean(nb)), str(path))
     return path
 
 
-def strip_outputs(nb) -> Any:
-    for c in nb.cells:
-        if c.cell_type == "code":
-            c.outputs = []
-            c.execution_count = None
-        c.metadata.pop("execution", None)
-    return nb
+def _slide_type(cell) -> str:
+    return cell.get("metadata", {}).get("slideshow", {}).get("slide_type", "-")
+
+
+def slide_groups(nb) -> list[list]:
+    """The cells of each slide or sub-slide, in order."""
+    groups, current = [], []
+    for c in nb["cells"]:
+        if _slide_type(c) in ("slide", "subslide") and current:
+            groups.append(current)
+            current = []
+        current.append(c)
+    if current:
+        groups.append(current)
+    return groups
+
+
+_IMPORT = re.compile(r"^from demos\.topics import (\w+)$")
+_CALL = re.compile(r"^(\w+)\.\w+\(.*\)$")
+
+
+def problems(nb, name: str = "") -> list[str]:
+    """What a part breaks of shared/DECK.md, as readable lines (empty: fine). The lint that lets
+    the notebook itself be the one source of its slides."""
+    out = []
+    where = f"{name}: " if name else ""
+    cells = nb["cells"]
+    if nb.get("metadata", {}).get("rise") != RISE_SETTINGS:
+        out.append(where + "RISE settings differ from the deck's (demos.deck.nbtools.RISE_SETTINGS)")
+    if not cells or cells[0]["cell_type"] != "markdown" or not cells[0]["source"].lstrip().startswith("#"):
+        out.append(where + "the first cell must be the title slide (a markdown heading)")
+    for i, c in enumerate(cells):
+        src = c["source"]
+        if c["cell_type"] == "code":
+            if c.get("outputs") or c.get("execution_count") is not None:
+                out.append(where + f"cell {i} is stored with outputs (`make clean-slides` strips them)")
+            lines = [ln.strip() for ln in src.splitlines() if ln.strip() and not ln.strip().startswith("#")]
+            if _slide_type(c) in ("skip", "notes"):
+                out.append(where + f"cell {i}: a code cell the slideshow skips (RISE never runs it): {src[:60]!r}")
+            elif len(lines) != 2 or not _IMPORT.match(lines[0]) or not _CALL.match(lines[1]) \
+                    or _CALL.match(lines[1]).group(1) != _IMPORT.match(lines[0]).group(1):
+                out.append(where + f"cell {i}: a live cell is `from demos.topics import X` then one call "
+                           f"`X.demo(...)`, not {src[:80]!r}")
+    for g in slide_groups(nb):
+        live = [c for c in g if c["cell_type"] == "code"]
+        if live and not any(_slide_type(c) == "notes" for c in g):
+            out.append(where + f"a live slide without speaker notes ({live[0]['source'].splitlines()[-1]})")
+    text = "\n".join(c["source"] for c in cells if c["cell_type"] == "markdown").lower()
+    for word, what in (("agenda", "an agenda slide"), ("remember", "a 'what to remember' slide")):
+        if word not in text:
+            out.append(where + f"no {what}")
+    return out
 
 
 def parts() -> list[Path]:
@@ -145,3 +174,31 @@ def slide_count(nb) -> int:
         if st in ("slide", "subslide") or (i == 0 and st not in ("skip", "notes")):
             n += 1
     return n
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m demos.deck.nbtools clean|lint``: store every part clean, or list what breaks DECK.md."""
+    import argparse
+
+    import nbformat
+
+    ap = argparse.ArgumentParser(prog="python -m demos.deck.nbtools")
+    ap.add_argument("action", choices=["clean", "lint"])
+    args = ap.parse_args(argv)
+    found = []
+    for path in parts():
+        nb = nbformat.read(str(path), as_version=4)
+        if args.action == "clean":
+            before = path.read_bytes()
+            write(nb, path)
+            if path.read_bytes() != before:
+                print(f"cleaned {path.relative_to(PROJECT_ROOT)}")
+        else:
+            found += problems(nb, path.name)
+    for line in found:
+        print(line)
+    return 1 if found else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

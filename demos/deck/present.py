@@ -11,7 +11,8 @@ present from a remote GPU machine, run `make present` there and tunnel the port:
     ssh -L 8888:127.0.0.1:8888 gpu-box      # then open the printed URL on your laptop
 
 The token travels in the child's environment (JUPYTER_TOKEN), never on its command line, so it
-does not show up in `ps`. Ctrl-C stops the server cleanly (kernels shut down, port released).
+does not show up in `ps`. Ctrl-C, SIGTERM and SIGHUP stop the server cleanly (kernels shut
+down, port released). Slides saved while presenting are stored clean (nbtools.pre_save_hook).
 """
 from __future__ import annotations
 
@@ -19,7 +20,6 @@ import argparse
 import hashlib
 import ipaddress
 import json
-import re
 import os
 import secrets
 import signal
@@ -40,8 +40,8 @@ LOOPBACK_NAMES = ("localhost",)
 WARM_MARKER = CACHE_ROOT / "warm.json"
 # Packages whose version changes invalidate compiled artefacts.
 _VERSIONED = ("torch", "jax", "jaxlib")
-# demos/ files that compile nothing: editing them leaves the caches warm.
-_NOT_COMPILED = {"present.py", "export.py", "cli.py", "nbtools.py", "uibench.py", "__main__.py"}
+# demos/ code that compiles nothing: editing it leaves the caches warm.
+_NOT_COMPILED = ("deck/", "cli.py", "__main__.py")
 
 
 # -- what to start ----------------------------------------------------------------------
@@ -141,7 +141,6 @@ def plan(part: str | int | None = None, port: int | None = None, ip: str = "127.
     env["JUPYTER_TOKEN"] = token
     env.pop("DEMOS_STATIC", None)          # live cells must be live in the slideshow
     env.pop("DEMOS_RESULTS", None)
-    env["PYTHONSTARTUP"] = str(KERNEL_STARTUP)   # pre-imports the topic modules in every kernel
     argv = [
         python or sys.executable, "-m", "jupyterlab",
         "--no-browser",
@@ -152,6 +151,9 @@ def plan(part: str | int | None = None, port: int | None = None, ip: str = "127.
         "--ServerApp.allow_remote_access=False",
         "--ServerApp.open_browser=False",
         "--ServerApp.allow_origin=",
+        # a slide saved from JupyterLab, or by autosave while presenting, is stored clean (no
+        # outputs, no session metadata): presenting leaves the checkout as it was
+        "--FileContentsManager.pre_save_hook=demos.deck.nbtools.pre_save_hook",
         # jupyterlab_rise points MathJax at a CDN by default; serve nothing remote.
         "--ServerApp.tornado_settings={'mathjax_url': '/static/nonexistent-mathjax.js'}",
     ]
@@ -173,10 +175,11 @@ def _version(pkg: str) -> str | None:
 def fingerprint(root: Path = PROJECT_ROOT) -> dict:
     """What a warm cache depends on: framework versions and the demos' source code."""
     h = hashlib.sha256()
-    for p in sorted((root / "demos").glob("*.py")):
-        if p.name in _NOT_COMPILED:
+    for p in sorted((root / "demos").rglob("*.py")):
+        rel = p.relative_to(root / "demos").as_posix()
+        if rel.startswith(_NOT_COMPILED):
             continue
-        h.update(p.name.encode())
+        h.update(rel.encode())
         h.update(p.read_bytes())
     return {"versions": {k: _version(k) for k in _VERSIONED}, "python": sys.version.split()[0],
             "demos_sha256": h.hexdigest()[:16]}
@@ -238,75 +241,8 @@ def wait_ready(p: ServerPlan, proc: subprocess.Popen | None = None, timeout: flo
     raise DemoError(f"the Jupyter server did not answer on {p.base_url()} within {timeout:.0f} s")
 
 
-KERNEL_STARTUP = CACHE_ROOT / "present-startup.py"
-_STARTUP_CODE = """# Written by `make present` (demos/present.py); IPython kernels run it through PYTHONSTARTUP.
-# The slideshow skips each part's setup cell (imports), so the deck's topic modules are imported
-# here: any live cell runs when the lecturer presses Shift-Enter on it, in any order.
-try:
-    from demos.deck.present import kernel_startup as _deck_startup
-    _deck_startup(globals())
-    del _deck_startup
-except Exception as _exc:  # never break the kernel
-    print("deck start-up:", _exc)
-"""
-
-
-def kernel_startup(namespace: dict) -> list[str]:
-    """Import `demos` and every topic module that exists into a kernel's namespace."""
-    import importlib
-
-    try:
-        from IPython import get_ipython
-
-        if get_ipython() is None or not hasattr(get_ipython(), "kernel"):
-            return []
-    except ImportError:
-        return []
-    loaded = []
-    namespace.setdefault("demos", importlib.import_module("demos"))
-    for name in deck_modules():
-        try:
-            namespace.setdefault(name, importlib.import_module(f"demos.{name}"))
-            loaded.append(name)
-        except Exception as exc:  # one broken topic must not hide the others
-            print(f"deck start-up: demos.{name}: {exc}")
-    return loaded
-
-
-def deck_modules(root: Path = PROJECT_ROOT) -> list[str]:
-    """Modules a live cell may call: what the parts' setup cells import from demos, plus every
-    demos/<name>.py that defines panels()."""
-    found: list[str] = []
-    for nb in sorted((root / "slides").glob("[0-9][0-9]_*.ipynb")):
-        try:
-            cells = json.loads(nb.read_text(encoding="utf-8")).get("cells", [])
-        except (OSError, ValueError):
-            continue
-        for c in cells:
-            if c.get("cell_type") != "code":
-                continue
-            src = "".join(c.get("source", ""))
-            for m in re.finditer(r"^from demos import ([\w, ]+)$", src, re.M):
-                found += [n.strip() for n in m.group(1).split(",") if n.strip()]
-    for p in sorted((root / "demos").glob("[a-z]*.py")):
-        try:
-            if "\ndef panels(" in p.read_text(encoding="utf-8"):
-                found.append(p.stem)
-        except OSError:
-            pass
-    return [n for i, n in enumerate(found) if n not in found[:i] and (root / "demos" / f"{n}.py").exists()]
-
-
-def write_kernel_startup(path: Path = KERNEL_STARTUP) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if not path.exists() or path.read_text() != _STARTUP_CODE:
-        path.write_text(_STARTUP_CODE)
-    return path
-
-
 def start(p: ServerPlan, log=None) -> subprocess.Popen:
     """Start the server in its own session (so Ctrl-C reaches us first and we stop it cleanly)."""
-    write_kernel_startup()
     return subprocess.Popen(p.argv, env=p.env, cwd=str(p.root), stdout=log or subprocess.DEVNULL,
                             stderr=subprocess.STDOUT if log else subprocess.DEVNULL, start_new_session=True)
 
@@ -321,6 +257,14 @@ def stop(proc: subprocess.Popen, timeout: float = 15.0) -> int:
             proc.kill()
             proc.wait(timeout=5)
     return proc.returncode
+
+
+class _Stop(Exception):
+    """SIGTERM or SIGHUP reached `make present` (a closed terminal, a process manager)."""
+
+
+def _raise_stop(signum, _frame):
+    raise _Stop(signal.Signals(signum).name)
 
 
 def _can_open_browser() -> bool:
@@ -362,6 +306,10 @@ def main(argv: list[str] | None = None) -> int:
     if notice:
         print(notice, flush=True)
     t0 = time.perf_counter()
+    # every way the presenter leaves stops the server and its kernels: Ctrl-C, SIGTERM, SIGHUP
+    for sig in (signal.SIGTERM, getattr(signal, "SIGHUP", None)):
+        if sig is not None:
+            signal.signal(sig, _raise_stop)
     proc = start(p, log=None if os.environ.get("DEMOS_PRESENT_QUIET") else sys.stderr)
     try:
         try:
@@ -381,7 +329,8 @@ def main(argv: list[str] | None = None) -> int:
         while proc.poll() is None:
             time.sleep(0.5)
         return proc.returncode or 0
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, _Stop):
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a second signal must not cut the shutdown short
         print("\nstopping the Jupyter server…", flush=True)
         rc = stop(proc)
         print(f"stopped (exit {rc}).")
