@@ -212,7 +212,7 @@ def profile_run(
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])
     best = None
     for _ in range(max(1, passes)):
-        with _quiet_native_stderr(), profile(activities=activities) as prof:
+        with quiet_native_stderr(), profile(activities=activities) as prof:
             with record_function(RUN_ANNOTATION):
                 out = fn()
                 sync(out)
@@ -226,7 +226,7 @@ def profile_run(
 
 
 @contextlib.contextmanager
-def _quiet_native_stderr():
+def quiet_native_stderr():
     """Silence the profiler's native start/stop lines (libkineto writes 'USDT: … profiler_start'
     to file descriptor 2, which a Jupyter kernel would show as cell output). Python-level
     warnings go through ``sys.stderr`` and are unaffected."""
