@@ -6,7 +6,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 PYTEST_ARGS ?=
 
-.PHONY: help setup present test pdf html warm record bench info clean clean-slides lint-slides
+.PHONY: help setup present test pdf html warm check record bench info clean clean-slides lint-slides
 
 help:
 	@echo "make present   open the deck as a slideshow (JupyterLab + RISE on 127.0.0.1)"
@@ -14,6 +14,7 @@ help:
 	@echo "make pdf       export every part to build/pdf/ (RESULTS=assets/results/<file>.json to draw a recorded run)"
 	@echo "make html      offline reveal.js slides in build/html/"
 	@echo "make warm      pre-compile every demo into .cache/ so no live cell stalls on a compile"
+	@echo "make check     pre-lecture check: every demo's claims on this device, timings, environment (after make warm)"
 	@echo "make bench     python -m demos bench --quick"
 	@echo "make record    python -m demos record (on a GPU machine: the reference run)"
 	@echo "make info      what this machine has and which backends work"
@@ -52,6 +53,9 @@ pdf: $(STAMP) $(NPM_STAMP)
 
 test: $(STAMP)
 	$(PY) -m pytest $(PYTEST_ARGS)
+
+check: $(STAMP)
+	$(PY) -m demos check
 
 info: $(STAMP)
 	$(PY) -m demos info --check

@@ -112,6 +112,12 @@ def cmd_warm(args: argparse.Namespace) -> int:
     return 1 if failed else 0
 
 
+def cmd_check(args: argparse.Namespace) -> int:
+    from demos.deck.check import main as check_main
+
+    return check_main(_demos(args.demo))
+
+
 def cmd_ui_bench(args: argparse.Namespace) -> int:
     from demos.deck.uibench import report, run
 
@@ -143,6 +149,9 @@ def main(argv: list[str] | None = None) -> int:
     p = sub.add_parser("ui-bench", help="warm interaction latency of every live panel")
     p.add_argument("--demo", help="comma-separated demos or topics (default: all)")
     p.set_defaults(func=cmd_ui_bench)
+    p = sub.add_parser("check", help="pre-lecture check: every demo at its defaults, its claims, the environment")
+    p.add_argument("--demo", help="comma-separated demos or topics (default: all)")
+    p.set_defaults(func=cmd_check)
     p = sub.add_parser("warm", help="compile every demo's defaults into the caches in .cache/")
     p.add_argument("--demo", help="comma-separated demos or topics (default: all)")
     p.set_defaults(func=cmd_warm)

@@ -45,6 +45,9 @@ def test_demo_draws_records_and_redraws(demo: Demo, tmp_path, monkeypatch):
     panel.update()
     first = _png(panel)
     assert panel.renders == 1
+    # the slide's claims hold for the measurement at the defaults (memoised: not measured again)
+    failed = [c for c, ok in demo.check_claims(demo.run()).items() if not ok]
+    assert not failed, f"{demo.key}: {failed}"
 
     # the measurement is a record section that survives JSON, and draws back as the reference
     rec = Record.new(label="test")

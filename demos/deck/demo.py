@@ -204,11 +204,15 @@ class Demo:
     to_record: Callable[[dict], dict] | None = None   # slims a measurement before it is stored
     cold: bool = False     # the lesson is a cold compile: show `make warm`'s result, re-measure on Run
     panel_class: type | None = None                   # a ui.Panel subclass for stateful demos
+    # what the slide claims of a measurement at the defaults: data -> {claim: holds?}; checked by
+    # `make check` on the lecture's machine and by the shared tests on CI's CPU
+    claims: Callable[[dict], dict[str, bool]] | None = None
     topic: str = ""
 
     def __post_init__(self):
+        self.module = self.measure.__module__  # where it was declared
         if not self.topic:
-            self.topic = self.measure.__module__.rsplit(".", 1)[-1]
+            self.topic = self.module.rsplit(".", 1)[-1]
         self._memo: tuple[tuple, dict] | None = None
         _REGISTRY[self.key] = self
 
@@ -289,6 +293,12 @@ class Demo:
         data = json.loads(json.dumps(data, default=_jsonable))
         rec.sections.setdefault(self.topic, {})[self.name] = data
         return data
+
+    def check_claims(self, data: dict) -> dict[str, bool]:
+        """The slide's claims evaluated on ``data`` (empty when the demo makes none)."""
+        if self.claims is None:
+            return {}
+        return {str(k): bool(v) for k, v in self.claims(data).items()}
 
     # -- warming -------------------------------------------------------------------------
     def warm_up(self) -> None:
@@ -411,15 +421,16 @@ def load_last(demo: Demo) -> dict | None:
 # =======================================================================================
 # The registry
 # =======================================================================================
-def registered() -> list[Demo]:
-    """Every declared demo, in part order (a topic module's ``PART``), then declaration order."""
+def registered(package: str = "") -> list[Demo]:
+    """Every demo declared in ``package`` (all when empty), in part order (its module's
+    ``PART``), then declaration order."""
     order = {key: i for i, key in enumerate(_REGISTRY)}
 
     def part(d: Demo) -> int:
-        mod = sys.modules.get(d.measure.__module__)
-        return getattr(mod, "PART", 99)
+        return getattr(sys.modules.get(d.module), "PART", 99)
 
-    return sorted(_REGISTRY.values(), key=lambda d: (part(d), order[d.key]))
+    found = [d for d in _REGISTRY.values() if d.module.startswith(package)]
+    return sorted(found, key=lambda d: (part(d), order[d.key]))
 
 
 def select(demos: Sequence[Demo], names: Sequence[str] | None) -> list[Demo]:

@@ -305,6 +305,11 @@ def main(argv: list[str] | None = None) -> int:
     notice = cold_notice()
     if notice:
         print(notice, flush=True)
+    from demos.deck.check import widgets_problem
+
+    problem = widgets_problem()
+    if problem:
+        print(f"WARNING: {problem}", flush=True)
     t0 = time.perf_counter()
     # every way the presenter leaves stops the server and its kernels: Ctrl-C, SIGTERM, SIGHUP
     for sig in (signal.SIGTERM, getattr(signal, "SIGHUP", None)):

@@ -15,4 +15,4 @@ def load():
     for mod in pkgutil.iter_modules(__path__):
         if not mod.name.startswith("_"):
             importlib.import_module(f"{__name__}.{mod.name}")
-    return registered()
+    return registered(__name__ + ".")

@@ -108,6 +108,8 @@ timeline = Demo(
     controls=lambda kind: [Pow2("N", TIMELINE_N[kind], lo=TIMELINE_EXP[kind][0], hi=TIMELINE_EXP[kind][1]), Choice("dtype", "float32", options=DTYPES)],
     measure=measure_timeline, figure=figure_timeline, match=("dtype",),
     record_quick={"N": 2**16},
+    claims=lambda d: {"eager issues 6 separate aten ops": d["counts"]["ops"] == 6,
+                      "each op runs as its own kernel (6)": d["counts"]["kernels"] >= 6},
 )
 
 
@@ -246,6 +248,9 @@ sync_trap = Demo(
     controls=[Choice("workload", "two_matmuls", options=TRAP_WORKLOADS), Choice("dtype", "float32", options=DTYPES)],
     measure=measure_sync_trap, figure=figure_sync_trap, match=("workload", "dtype"),
     warm=[{"workload": w, "dtype": d} for w in TRAP_WORKLOADS for d in DTYPES],
+    claims=lambda d: {f"{b}: the synchronised clock is never shorter than the unsynchronised one":
+                      r["synced"]["median"] >= r["returned"]["median"]
+                      for b, r in d["rows"].items() if "error" not in r},
 )
 
 

@@ -1,0 +1,160 @@
+"""``make check``: the pre-lecture check, on this machine's device (the GPU when there is one).
+
+Runs every declared demo at its default configuration, headless, and for each one checks the
+claims its slide makes (``Demo.claims``), times measurement + figure, and reads peak memory.
+Then checks the environment the slideshow needs: widget versions RISE can render, warm compile
+caches, chromium for the PDF export, JAX not preallocating the GPU next to torch. Prints a
+table (demo, device, pass/fail, seconds, memory, fix), writes it with every figure to
+``build/check/``, and exits non-zero when anything failed.
+"""
+from __future__ import annotations
+
+import json
+import os
+import resource
+import shutil
+import sys
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Sequence
+
+from demos.engine.env import PROJECT_ROOT
+from demos.engine.errors import one_line, release_memory
+
+OUT = PROJECT_ROOT / "build" / "check"
+
+# ipywidgets ↔ jupyterlab_widgets pairs that render inside jupyterlab_rise 0.43: 7.8.x with
+# jupyterlab_widgets 1.1.x, or 8.1.2 with 3.0.10. jupyterlab_widgets ≥ 3.0.11 imports
+# @jupyterlab/console, which RISE's page does not share: widgets then show as plain text.
+RENDERING_WIDGETS = (("7.8.", "1.1."), ("8.1.2", "3.0.10"))
+
+
+@dataclass
+class Row:
+    what: str
+    device: str
+    ok: bool
+    seconds: float | None = None
+    memory: str = ""
+    detail: str = ""
+    fix: str = ""
+
+
+def _version(pkg: str) -> str | None:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version(pkg)
+    except PackageNotFoundError:
+        return None
+
+
+def widgets_problem() -> str | None:
+    """One line when the installed widget packages will not render in RISE (None: fine)."""
+    ipw, jlw = _version("ipywidgets"), _version("jupyterlab_widgets")
+    if ipw is None:
+        return "ipywidgets is not installed: live cells show no controls"
+    for want_ipw, want_jlw in RENDERING_WIDGETS:
+        if ipw.startswith(want_ipw) and (jlw or "").startswith(want_jlw):
+            return None
+    return (f"ipywidgets {ipw} with jupyterlab_widgets {jlw} does not render inside the RISE slideshow "
+            "(widgets appear as text); install ipywidgets==7.8.5 (the deck's pin) or "
+            "ipywidgets==8.1.2 jupyterlab_widgets==3.0.10")
+
+
+def _reset_peak(device: str) -> None:
+    """On a GPU, peak device memory is per demo; on a CPU it is the process's peak RSS so far."""
+    if device == "cuda":
+        import torch
+
+        torch.cuda.reset_peak_memory_stats()
+
+
+def _read_peak(device: str) -> float:
+    if device == "cuda":
+        import torch
+
+        return torch.cuda.max_memory_allocated() / 2**30
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20  # KiB → GiB (Linux)
+
+
+def check_demo(demo, out: Path) -> Row:
+    from demos.engine.devices import torch_device
+    from demos.engine.plots import to_png
+
+    device = torch_device()
+    _reset_peak(device)
+    t0 = time.perf_counter()
+    try:
+        data = demo.run()
+        result = demo.figure(data, None)
+        fig = result[0] if isinstance(result, tuple) else result
+        (out / f"{demo.key}.png").write_bytes(to_png(fig))
+        seconds = time.perf_counter() - t0
+        claims = demo.check_claims(data)
+    except Exception as exc:
+        release_memory()
+        return Row(demo.key, device, False, time.perf_counter() - t0, detail=one_line(exc),
+                   fix="see the line above; `python -m demos info --check` says which backends work")
+    mem = f"{_read_peak(device):.2f} " + ("GiB" if device == "cuda" else "GiB RSS")
+    failed = [c for c, ok in claims.items() if not ok]
+    detail = (f"claim fails here: {'; '.join(failed)}" if failed
+              else f"{len(claims)} claim{'s' * (len(claims) != 1)} hold" if claims else "draws")
+    fix = "the slide must say what this device shows; report it" if failed else ""
+    return Row(demo.key, device, not failed, seconds, mem, detail, fix)
+
+
+def check_environment() -> list[Row]:
+    from demos.deck.present import cache_status
+
+    rows = []
+    problem = widgets_problem()
+    rows.append(Row("widgets render in RISE", "-", problem is None,
+                    detail=f"ipywidgets {_version('ipywidgets')}, jupyterlab_widgets {_version('jupyterlab_widgets')}",
+                    fix=problem or ""))
+    warm, line = cache_status()
+    rows.append(Row("compile caches warm", "-", warm, detail=line, fix="" if warm else "run `make warm`"))
+    browser = shutil.which("chromium") or shutil.which("chromium-browser") or os.environ.get("DEMOS_CHROMIUM")
+    rows.append(Row("chromium for `make pdf`", "-", bool(browser), detail=browser or "not found",
+                    fix="" if browser else "apt-get install chromium"))
+    prealloc = os.environ.get("XLA_PYTHON_CLIENT_PREALLOCATE", "")
+    ok = prealloc.lower() == "false"
+    rows.append(Row("JAX does not preallocate the GPU", "-", ok, detail=f"XLA_PYTHON_CLIENT_PREALLOCATE={prealloc!r}",
+                    fix="" if ok else "unset XLA_PYTHON_CLIENT_PREALLOCATE (demos sets it to false)"))
+    return rows
+
+
+def table(rows: Sequence[Row]) -> str:
+    head = f"{'check':<34} {'device':<7} {'':<4} {'seconds':>8} {'memory':>16}  detail / fix"
+    lines = [head, "-" * len(head)]
+    for r in rows:
+        secs = f"{r.seconds:8.2f}" if r.seconds is not None else " " * 8
+        text = r.detail + (f"  → {r.fix}" if r.fix and not r.ok else "")
+        lines.append(f"{r.what:<34} {r.device:<7} {'ok' if r.ok else 'FAIL':<4} {secs} {r.memory:>16}  {text}")
+    failed = sum(not r.ok for r in rows)
+    lines.append(f"\n{len(rows) - failed} of {len(rows)} checks pass" + (f"; {failed} FAIL" if failed else ""))
+    return "\n".join(lines)
+
+
+def run(demos: Sequence, out: Path = OUT, verbose: bool = True) -> list[Row]:
+    os.environ["DEMOS_STATIC"] = "1"  # headless: figures as PNG, no widgets
+    out.mkdir(parents=True, exist_ok=True)
+    rows = check_environment()
+    for demo in demos:
+        row = check_demo(demo, out)
+        rows.append(row)
+        if verbose:
+            print(f"{'ok  ' if row.ok else 'FAIL'} {demo.key:<30} {row.seconds or 0:6.2f} s  {row.detail}", flush=True)
+    (out / "report.txt").write_text(table(rows) + "\n")
+    (out / "report.json").write_text(json.dumps([asdict(r) for r in rows], indent=1) + "\n")
+    return rows
+
+
+def main(demos: Sequence) -> int:
+    t0 = time.perf_counter()
+    rows = run(demos)
+    print()
+    print(table(rows))
+    print(f"figures and report in {OUT.relative_to(PROJECT_ROOT)}/ · {time.perf_counter() - t0:.0f} s", file=sys.stderr)
+    return 0 if all(r.ok for r in rows) else 1

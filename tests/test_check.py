@@ -1,0 +1,67 @@
+"""`make check`: every demo at its defaults, its claims, timings, memory and the environment."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from demos.deck import check
+from demos.deck.demo import Choice, Demo
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_widget_versions_that_render_in_rise(monkeypatch):
+    versions = {"ipywidgets": "7.8.5", "jupyterlab_widgets": "1.1.11"}
+    monkeypatch.setattr(check, "_version", lambda pkg: versions.get(pkg))
+    assert check.widgets_problem() is None
+    versions.update(ipywidgets="8.1.2", jupyterlab_widgets="3.0.10")
+    assert check.widgets_problem() is None
+    versions.update(ipywidgets="8.1.9", jupyterlab_widgets="3.0.16")
+    assert "does not render inside the RISE slideshow" in check.widgets_problem()
+
+
+def _demo(claim_holds: bool, fails: bool = False) -> Demo:
+    def measure(n: int) -> dict:
+        if fails:
+            raise RuntimeError("CUDA error: device-side assert triggered")
+        return {"n": n, "extra": f"n={n}"}
+
+    def figure(data, reference):
+        from demos.engine import plots
+
+        fig, ax = plots.figure()
+        ax.plot([0, data["n"]])
+        return fig
+
+    return Demo(f"probe_{claim_holds}_{fails}", "probe", controls=[Choice("n", 2, options=[1, 2])], measure=measure,
+                figure=figure, claims=lambda d: {"n is two": (d["n"] == 2) == claim_holds}, topic="checkprobe")
+
+
+def test_a_failing_claim_or_demo_fails_the_check(tmp_path):
+    rows = check.run([_demo(True), _demo(False), _demo(True, fails=True)], out=tmp_path, verbose=False)
+    by = {r.what: r for r in rows}
+    assert by["checkprobe.probe_True_False"].ok and (tmp_path / "checkprobe.probe_True_False.png").exists()
+    assert not by["checkprobe.probe_False_False"].ok and "n is two" in by["checkprobe.probe_False_False"].detail
+    bad = by["checkprobe.probe_True_True"]
+    assert not bad.ok and "device-side assert" in bad.detail and "\n" not in bad.detail
+    report = json.loads((tmp_path / "report.json").read_text())
+    assert len(report) == len(rows)
+    assert "FAIL" in (tmp_path / "report.txt").read_text()
+
+
+@pytest.mark.slow
+def test_make_check_runs_the_declared_demos(tmp_path):
+    run = subprocess.run([sys.executable, "-m", "demos", "check", "--demo", "eager"], cwd=ROOT,
+                         capture_output=True, text=True, timeout=600)
+    out = run.stdout
+    assert "eager.timeline" in out and "eager.sync_trap" in out and "checks pass" in out, out + run.stderr
+    rows = json.loads((ROOT / "build" / "check" / "report.json").read_text())
+    demos = [r for r in rows if r["what"].startswith("eager.")]
+    assert len(demos) == 3 and all(r["ok"] for r in demos), demos
+    assert all(r["seconds"] is not None and r["memory"] for r in demos)
+    # the exit code says whether everything passed (the environment rows included)
+    assert (run.returncode == 0) == all(r["ok"] for r in rows)
