@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import json
 import re
-from pathlib import Path
 
 import nbformat
 import pytest
@@ -55,6 +54,13 @@ def test_every_live_cell_calls_a_declared_demo_and_every_demo_is_on_a_slide():
     missing = {c for c in called if c not in declared and not c.endswith(".verdict")}
     assert not missing, f"live cells call undeclared demos: {sorted(missing)}"
     assert declared - called == set(), f"declared demos no slide shows: {sorted(declared - called)}"
+
+
+@pytest.mark.parametrize("path", PARTS, ids=NAMES)
+def test_rise_finds_the_css_it_asks_for(path):
+    """jupyterlab_rise requests rise.css and <notebook>.css from the notebook's folder: both
+    exist, so the slideshow's console shows no 404 of ours."""
+    assert (path.parent / "rise.css").exists() and path.with_suffix(".css").exists()
 
 
 def test_the_lint_names_what_is_wrong():

@@ -1,18 +1,17 @@
 """Part 3 (demos.topics.roofline): roofline arithmetic, measured peaks, the claims the slides make,
-every live panel driven through a control, bad input, recorded runs, and the executed part."""
+bad input, recorded runs drawn beside live ones, and the executed part. Driving every control of
+every demo is tests/test_demos.py's job."""
 from __future__ import annotations
 
 import statistics
 
-import nbformat
 import pytest
 
 import demos  # noqa: F401  (environment before torch/JAX)
 from demos.topics import roofline as rf
 from demos.engine.errors import DemoError
-from demos.deck.nbtools import SLIDES_DIR, slide_count
 
-from conftest import executed_notebook
+
 
 PART = "03_when_compilation_pays.ipynb"
 
@@ -153,27 +152,20 @@ def test_peaks_are_plausible_and_stable():
     assert max(diffs.values()) <= PEAK_TOLERANCE, f"two consecutive peak measurements differ: {diffs}"
 
 
-def test_peaks_are_cached_in_process_and_taken_from_a_record_of_this_device(tmp_path, monkeypatch):
-    from demos.engine.results import Record
-
+def test_peaks_are_measured_once_per_process_and_stored_in_each_measurement(monkeypatch):
     rf.clear_peaks()
-    monkeypatch.delenv("DEMOS_RESULTS", raising=False)
-    fake = {"device": rf.torch_device(), "device_name": rf.device_name(), "created": "2026-01-01",
+    fake = {"device": rf.torch_device(), "device_name": "Fake Machine", "created": "2026-01-01",
             "bandwidth": {"bytes_per_s": 123e9}, "compute": {"float32": {"flops_per_s": 4.56e12}}}
-    rec = Record.new("test")
-    rec.sections["roofline"] = {"peaks": fake}
-    path = rec.save(tmp_path / "rec.json")
-    monkeypatch.setenv("DEMOS_RESULTS", str(path))
-    pk = rf.peaks(("float32",))
-    assert pk["bandwidth"]["bytes_per_s"] == 123e9 and pk.get("from_record")
-    assert rf.peaks(("float32",)) is pk  # cached
-    rf.clear_peaks()
-    monkeypatch.delenv("DEMOS_RESULTS")
     calls = []
-    monkeypatch.setattr(rf, "measure_peaks", lambda dtypes, **kw: calls.append(dtypes) or dict(fake, compute={
-        "float32": {"flops_per_s": 1e11}}))
-    rf.peaks(("float32",))
-    rf.peaks(("float32",))
+    monkeypatch.setattr(rf, "measure_peaks", lambda dtypes, **kw: calls.append(dtypes) or
+                        {**fake, "compute": dict(fake["compute"])})
+    pk = rf.peaks(("float32",))
+    assert rf.peaks(("float32",)) is pk and len(calls) == 1  # shared by the demos that need them
+    monkeypatch.setattr(rf, "measure_one", lambda *a, **k: {"median_s": 1e-3, "p10_s": 1e-3, "p90_s": 1e-3})
+    data = rf.measure_roofline("chain", budget_s=0.01)
+    # the measurement carries the peaks it was drawn against (a recorded run brings its own roofs)
+    assert data["peaks"]["bandwidth"]["bytes_per_s"] == 123e9 and data["peaks"]["device_name"] == "Fake Machine"
+    assert rf.measure_predicted(budget_s=0.01)["peaks"]["compute"]["float32"]["flops_per_s"] == 4.56e12
     assert len(calls) == 1
     rf.clear_peaks()
 
@@ -232,7 +224,7 @@ def test_fusion_moves_the_chain_point_right_and_up_on_the_roofline():
 def test_reduce_overhead_has_nothing_to_remove_on_a_cpu():
     if rf.torch_device() != "cpu":
         pytest.skip("the CPU form of the claim")
-    data = rf.measure_overheads([256, 1024], budget_s=0.1)
+    data = rf.measure_overheads(sizes=[256, 1024], budget_s=0.1)
     default, ro = rf.overhead_floor(data, "default"), rf.overhead_floor(data, "reduce-overhead")
     # same C++ either way: floors agree within a factor 2 on a noisy shared CPU
     assert 0.5 <= ro / default <= 2.0, (default, ro)
@@ -270,59 +262,40 @@ def test_gpu_roofline_matmuls_near_the_compute_roof_and_bandwidth_near_spec():
 
 @pytest.mark.gpu
 def test_gpu_reduce_overhead_lowers_the_small_size_floor():
-    data = rf.measure_overheads([2**10, 2**12], budget_s=0.2)
+    data = rf.measure_overheads(sizes=[2**10, 2**12], budget_s=0.2)
     assert rf.overhead_floor(data, "reduce-overhead") < 0.9 * rf.overhead_floor(data, "default"), data
 
 
 # ---------------------------------------------------------------------------------------
-# Live panels: a control moves, the figure changes; bad input is one line
+# A slider re-measures only what it changes; bad input is one line
 # ---------------------------------------------------------------------------------------
-def _drive(panel, name, value):
-    panel._build()
-    if panel.renders == 0:
-        panel.update()
-    before, png = panel.renders, panel.last_png
-    panel.controls[name].value = value
-    if panel.run_button:
-        panel.button.click()
-    assert panel.last_error is None, panel.last_error
-    assert panel.renders == before + 1
-    assert panel.last_png and panel.last_png != png
-    return panel
-
-
-def test_every_panel_is_listed():
-    assert set(rf.panels()) == {"payoff", "roofline", "predicted", "overheads"}
-
-
-def test_payoff_panel_slider_remeasures_only_what_it_changes():
-    p = rf.payoff(show=False)
-    p._build()
-    p.update()
-    first = p.state["last"]
-    _drive(p, "N", rf.payoff_defaults()["N"] // 2)
-    second = p.state["last"]
+def test_payoff_slider_remeasures_only_the_workloads_it_changes():
+    d = rf.payoff_defaults()
+    first = rf.measure_payoff(budget_s=0.02)
+    second = rf.measure_payoff(N=d["N"] // 2, budget_s=0.02)
     assert second["workloads"]["two_matmuls"] is first["workloads"]["two_matmuls"]  # reused
+    assert second["workloads"]["mlp_block"] is first["workloads"]["mlp_block"]
     assert second["workloads"]["chain"]["params"]["N"] == first["workloads"]["chain"]["params"]["N"] // 2
+    third = rf.measure_payoff(N=d["N"] // 2, T=d["T"] // 2, budget_s=0.02)  # rows: both GEMM workloads
+    assert third["workloads"]["chain"] is second["workloads"]["chain"]
+    assert third["workloads"]["two_matmuls"]["params"]["B"] == d["T"] // 2
+    assert third["workloads"]["mlp_block"] is not second["workloads"]["mlp_block"]
 
 
-def test_roofline_panel_point_moves_with_size():
-    p = _drive(rf.roofline(show=False), "scale", 0.5)
-    assert p.last_values["scale"] == 0.5
-
-
-def test_predicted_panel_run_button():
-    _drive(rf.predicted(show=False), "scale", 1 / 16)
-
-
-def test_overheads_panel_run_button():
-    _drive(rf.overheads(show=False), "largest", 2**12)
+def test_bad_input_is_one_clear_line():
+    for call, words in ((lambda: rf.measure_roofline("nope"), "workload"),
+                        (lambda: rf.measure_payoff(dtype="int8"), "dtype"),
+                        (lambda: rf.measure_predicted(scale=0), "scale"),
+                        (lambda: rf.measure_overheads(largest=16), "2^8")):
+        with pytest.raises(DemoError) as exc:
+            call()
+        assert words in str(exc.value) and "\n" not in str(exc.value)
 
 
 def test_out_of_memory_is_one_line_and_the_panel_recovers(monkeypatch):
     import demos.engine.workloads as wl
 
-    p = rf.roofline(show=False)
+    p = rf.roofline.panel()
     p._build()
     p.update()
     good = p.renders
@@ -339,86 +312,58 @@ def test_out_of_memory_is_one_line_and_the_panel_recovers(monkeypatch):
 # Recorded runs: beside the live numbers, or instead of them
 # ---------------------------------------------------------------------------------------
 def _small_record(tmp_path):
+    """A record holding each demo's measurement (small budgets), as `make record` stores them."""
     from demos.engine.results import Record
 
     rec = Record.new("cpu test record")
-    rf.clear_peaks()
-    pk = rf.measure_peaks(("float32",), budget_s=0.05)
-    rf._PEAKS[rf.torch_device()] = pk
-    rec.sections["roofline"] = {
-        "peaks": pk,
-        "payoff": rf.measure_payoff(budget_s=0.02),
-        "roofline": {"chain": rf.measure_roofline("chain", budget_s=0.02)},
-        "predicted": rf.measure_predicted(scale=0.25, budget_s=0.02),
-        "overheads": rf.measure_overheads([256, 1024], budget_s=0.02),
-    }
     rec.machine["device_name"] = "Recorded Test Machine"
-    return rec.save(tmp_path / "ref.json")
+    rf.clear_peaks()
+    rf._PEAKS[rf.torch_device()] = rf.measure_peaks(("float32",), budget_s=0.05)
+    sec = rec.sections.setdefault("roofline", {})
+    sec["payoff"] = rf.measure_payoff(budget_s=0.02)
+    sec["roofline"] = rf.measure_roofline("chain", budget_s=0.02)
+    sec["predicted"] = rf.measure_predicted(scale=0.25, budget_s=0.02)
+    sec["overheads"] = rf.measure_overheads(sizes=[256, 1024], budget_s=0.02)
+    for d in sec.values():
+        d["values"] = {"dtype": "float32"}
+    rf.clear_peaks()
+    return Record.load(rec.save(tmp_path / "ref.json"))
 
 
-def test_recorded_run_is_drawn_beside_and_instead_of_live(tmp_path, monkeypatch):
-    path = _small_record(tmp_path)
-    monkeypatch.setenv("DEMOS_RESULTS", str(path))
-    ref, stamp = rf.reference_section()
-    assert ref is not None and "Recorded Test Machine" in stamp
-    # beside: the live roofline draws the recorded roofs and points too
-    live = rf.measure_roofline("chain", budget_s=0.02)
-    plain = rf.figure_roofline(live)
-    both = rf.figure_roofline(live, ref["roofline"]["chain"], stamp)
+def test_recorded_run_is_drawn_beside_the_live_one_with_its_own_roofs(tmp_path):
+    rec = _small_record(tmp_path)
+    ref = {name: getattr(rf, name).reference({"dtype": "float32"}, record=rec)
+           for name in ("payoff", "roofline", "predicted", "overheads")}
+    assert all(r is not None and r["recorded"] for r in ref.values())
+    assert "Recorded Test Machine" in ref["roofline"]["stamp"]
+    assert rf.roofline.reference({"dtype": "bfloat16"}, record=rec) is None  # a dtype must match
+    # the recorded roofs come from the recorded run's own peaks, not this machine's
+    mine = {**ref["roofline"]["peaks"], "device_name": "Live Machine",
+            "bandwidth": {"bytes_per_s": 7e9}, "compute": {"float32": {"flops_per_s": 3e10}}}
+    live = {**ref["roofline"], "peaks": mine, "recorded": False, "stamp": "live"}
+    plain = rf.figure_roofline(live, None)
+    both = rf.figure_roofline(live, ref["roofline"])
     labels = [t.get_text() for t in both.axes[0].get_legend().get_texts()]
-    assert any("recorded" in t for t in labels)
+    assert any("recorded (hollow points)" in t and rf.device_name()[:30] in t for t in labels), labels
     assert len(both.axes[0].collections) > len(plain.axes[0].collections)
-    pred = ref["predicted"]
-    assert len(rf.figure_predicted(pred, pred, stamp).axes[0].collections) > \
-        len(rf.figure_predicted(pred).axes[0].collections)
-    pay = ref["payoff"]
-    assert any("recorded:" in t.get_text() for ax in rf.figure_payoff(pay, pay, stamp).axes for t in ax.texts)
-    # instead: an export with DEMOS_RESULTS draws the record without measuring anything
-    monkeypatch.setenv("DEMOS_STATIC", "1")
-    monkeypatch.setattr(rf, "measure_one", lambda *a, **k: (_ for _ in ()).throw(AssertionError("measured")))
-    for name, build in rf.panels().items():
-        panel = build()
-        fig, _ = panel.compute()
-        assert panel.last_error is None and fig is not None, (name, panel.last_error)
-        assert any("Recorded on" in t.get_text() for t in fig.texts), name
-    rf.clear_peaks()
-
-
-def test_record_hook_writes_the_section(monkeypatch):
-    from demos.engine.results import Record
-
-    rec = Record.new("t")
-    monkeypatch.setattr(rf, "measure_payoff", lambda **kw: {"payoff": 1})
-    monkeypatch.setattr(rf, "measure_roofline", lambda w, **kw: {"w": w})
-    monkeypatch.setattr(rf, "measure_predicted", lambda **kw: {"predicted": 1})
-    monkeypatch.setattr(rf, "measure_overheads", lambda **kw: {"overheads": 1})
-    monkeypatch.setattr(rf, "measure_peaks", lambda dtypes, **kw: {"compute": {d: {} for d in dtypes}})
-    rf.record(rec, quick=True)
-    sec = rec.sections["roofline"]
-    assert set(sec) == {"peaks", "payoff", "roofline", "predicted", "overheads"}
-    assert set(sec["roofline"]) == set(rf.ROOF_WORKLOADS)
-    rf.clear_peaks()
+    assert any("Beside it, recorded on" in t.get_text() for t in both.texts)
+    # … but its points only beside the same workload
+    other = {**live, "workload": "two_matmuls"}
+    labels = [t.get_text() for t in rf.figure_roofline(other, ref["roofline"]).axes[0].get_legend().get_texts()]
+    assert not any("hollow" in t for t in labels) and any(t.startswith("recorded") for t in labels)
+    pred = {**ref["predicted"], "recorded": False}
+    assert len(rf.figure_predicted(pred, ref["predicted"]).axes[0].collections) > \
+        len(rf.figure_predicted(pred, None).axes[0].collections)
+    pay = {**ref["payoff"], "recorded": False}
+    assert any("recorded:" in t.get_text() for ax in rf.figure_payoff(pay, ref["payoff"]).axes for t in ax.texts)
+    ovh = rf.figure_overheads({**ref["overheads"], "recorded": False}, ref["overheads"])
+    assert any("dotted: recorded on" in t.get_text() for t in ovh.axes[0].texts)
+    # drawn alone (a recorded-only export), each says where it was recorded
+    for name, r in ref.items():
+        fig = getattr(rf, name).figure(r, None)
+        assert any(t.get_text().startswith("Recorded on") for t in fig.texts), name
 
 
 # ---------------------------------------------------------------------------------------
 # The executed part
 # ---------------------------------------------------------------------------------------
-def test_part3_executes_headless_with_figures(artifacts):
-    nb, secs = executed_notebook(PART)
-    live = [c for c in nb.cells if c.cell_type == "code" and "roofline." in c.source
-            and c.metadata.get("slideshow", {}).get("slide_type") != "skip"]
-    assert len(live) == 4
-    errors = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs if o.output_type == "error"]
-    assert not errors, f"error outputs in {PART} ({secs:.1f} s)"
-    for c in live:
-        pngs = [o for o in c.outputs if "image/png" in o.get("data", {})]
-        text = "".join(o.get("text", "") for o in c.outputs if o.output_type == "stream")
-        assert pngs, f"{c.source!r} drew no figure ({secs:.1f} s): {text}"
-        assert "⚠" not in text, f"{c.source!r}: {text}"
-    (artifacts / "part3-time.txt").write_text(f"{PART} executed headless in {secs:.1f} s\n")
-    assert secs < 600, f"{PART} took {secs:.1f} s headless"
-    md = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
-    assert "(04_inside_the_compilers.ipynb)" in md
-    stored = nbformat.read(str(SLIDES_DIR / PART), as_version=4)
-    assert all(not c.outputs for c in stored.cells if c.cell_type == "code"), "stored with outputs"
-    assert 12 <= slide_count(nb) <= 16

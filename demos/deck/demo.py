@@ -199,8 +199,10 @@ class Demo:
     # what `make warm` runs: value overrides, one measurement each (default: the defaults),
     # or a callable doing something more specific
     warm: Sequence[dict] | Callable[[], None] = ({},)
-    record: dict = field(default_factory=dict)        # overrides for `make record`
-    record_quick: dict = field(default_factory=dict)  # … and for `make record --quick`
+    # overrides for `make record` (and `--quick`): control values, or other keyword arguments of
+    # `measure` such as a longer timing budget
+    record: dict = field(default_factory=dict)
+    record_quick: dict = field(default_factory=dict)
     to_record: Callable[[dict], dict] | None = None   # slims a measurement before it is stored
     cold: bool = False     # the lesson is a cold compile: show `make warm`'s result, re-measure on Run
     panel_class: type | None = None                   # a ui.Panel subclass for stateful demos

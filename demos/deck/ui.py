@@ -24,6 +24,26 @@ from demos.engine.plots import message_figure, to_png
 
 Progress = Callable[[float, str], None]
 
+# In the slideshow an arrow key changes slides even while a slider or dropdown has focus: the
+# page's JupyterLab shortcut handler (capture phase, on document) and reveal.js (bubble phase)
+# both take it. ipywidgets 7 has no hook for that, so the panel carries this one-line guard: an
+# image that fails to load runs its handler once, which (1) on window, in the capture phase,
+# marks the focused control of a panel as one JupyterLab's shortcuts leave alone
+# (data-lm-suppress-shortcuts) before that handler runs, and (2) stops the key at the panel so
+# reveal.js never sees it. The control still gets arrows and Home/End; PageUp/PageDown/Space
+# (what presenter clickers send) still change slides.
+KEY_GUARD = (
+    '<img src="data:," alt="" style="display:none" onerror="'
+    "var K=/^(Arrow(Left|Right|Up|Down)|Home|End)$/;"
+    "if(!window.__jitdeckKeys){window.__jitdeckKeys=1;window.addEventListener('keydown',function(e){"
+    "var t=e.target;if(K.test(e.key)&&t&&t.closest&&t.closest('.jitdeck-panel'))"
+    "t.setAttribute('data-lm-suppress-shortcuts','true')},true)}"
+    "var i=this,f=function(n){var p=i.closest('.jitdeck-panel');"
+    "if(!p){if(n<100)setTimeout(function(){f(n+1)},100);return}"
+    "if(p.dataset.keyguard)return;p.dataset.keyguard='1';"
+    "p.addEventListener('keydown',function(e){if(K.test(e.key))e.stopPropagation()})};f(0)\">"
+)
+
 
 def _widgets():
     import ipywidgets as widgets  # Jupyter-only: imported lazily
@@ -86,7 +106,8 @@ class Panel:
             for c in self._controls.values():
                 c.observe(lambda _change: self.update(), names="value")
         controls = w.HBox(row, layout=w.Layout(flex_flow="row wrap", align_items="center"))
-        self.widget = w.VBox([controls, w.HBox([self.progress_bar, self.status]), self.out, self.table],
+        keys = w.HTML(value=KEY_GUARD, layout=w.Layout(width="0px", height="0px", overflow="hidden"))
+        self.widget = w.VBox([controls, w.HBox([self.progress_bar, self.status]), self.out, self.table, keys],
                              layout=w.Layout(width="100%"))
         self.widget.add_class("jitdeck-panel")
         self._built = True

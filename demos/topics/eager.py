@@ -23,8 +23,8 @@ from typing import Any, Callable
 
 from demos.deck.demo import Choice, Demo, Pow2, Pow2Range, Progress
 from demos.engine import plots
-from demos.engine.devices import check_dtype, device_kind, require_torch, set_threads, torch_device
-from demos.engine.errors import DemoError, one_line
+from demos.engine.devices import check_dtype, require_torch, set_threads, torch_device
+from demos.engine.errors import DemoError
 from demos.engine.timing import Timing, fmt_seconds, measure, quantile, sync_for
 from demos.engine.workloads import ITEMSIZE, get as get_workload, prepare
 from demos.introspection import profiling

@@ -1,78 +1,64 @@
 """Part 2 — what a compiler does once it sees the whole function.
 
 Four optimisations from the seed chapter 'Optimizations' (seeds 000/001), each shown
-happening and measured on the viewer's device:
+happening and measured on the viewer's device. Six live demos, each declared once
+(:class:`demos.deck.demo.Demo`) from a ``measure_*`` (JSON-able data) and a pure ``figure_*``:
 
 1. kernel fusion  — ``kernels()`` (counts of the four forms, from the profiler, Inductor's
    generated code, the jaxpr and XLA's optimized HLO), ``timeline()`` (eager above compiled
-   on one time axis, drawn by :mod:`demos.introspection.profiling`), ``latency()`` (median latency with
-   spread, speedup and achieved bandwidth over N and dtype, beside the seed's figure);
+   on one time axis, drawn by :mod:`demos.introspection.profiling`), ``latency()`` (median
+   latency with spread, speedup and achieved bandwidth over N and dtype, beside the seed's figure);
 2. buffer reuse   — ``memory()`` (peak memory eager vs compiled, and each form's buffers);
 3. relayout       — ``relayout()`` (the transposes XLA inserts for an einsum whose batch
    dimension sits in the middle, and what pre-transposing the operand saves);
 4. dead code      — ``dead_code()`` (3 matmuls written, 2 executed once compiled).
 
-Every panel is ``measure_x(...) -> dict`` (JSON-able) + pure ``figure_x(data, reference)``;
-``panels()`` lists the builders, ``record(rec)`` stores the default measurements in
-``rec.sections["fusion"]`` and ``warm()`` compiles everything the live cells use.
+The declarations give the panels, ``make record``/``make warm`` and the reference lookup.
 """
 from __future__ import annotations
 
 import math
 import re
+import time
 from typing import Any, Callable
 
 from demos import BACKENDS
-
-from demos.introspection import codegen
-
+from demos.deck.demo import Choice, Demo, Pow2, Progress
 from demos.engine import plots
-
-from demos.deck import ui
 from demos.engine.devices import device_kind, require_jax, require_torch, torch_device
 from demos.engine.errors import DemoError
-from demos.engine.results import Record, reference as _reference
-from demos.engine.timing import fmt_seconds, measure
+from demos.engine.timing import fmt_seconds, measure, sync_jax
 from demos.engine.workloads import ITEMSIZE, get, jitted, prepare
+from demos.introspection import codegen, profiling
 
-SECTION = "fusion"
+PART = 2
+
 WORKLOAD = "complex_activation"
-SEED = {
-    "N": 20_000_000,
-    "eager_s": 731e-6,
-    "compiled_s": 144e-6,
-    "kernels_eager": 6,
-    "kernels_compiled": 1,
-    "source": "seed chapter 'Optimizations' (000): 731 µs → 144 µs at N = 20M on the author's GPU",
-}
+DEAD = "mlp_dead_code"
+# seed chapter 'Optimizations' (000): 731 µs → 144 µs at N = 20M on the author's GPU, 6 kernels → 1
+SEED = {"N": 20_000_000, "eager_s": 731e-6, "compiled_s": 144e-6}
 COUNT_WORKLOADS = ("complex_activation", "chain", "mlp_block", "mlp_dead_code")
 DTYPES = ("float32", "bfloat16")
-BUDGET_S = 0.03  # per backend per redraw: warm interaction stays under 0.5 s on 2 CPU cores
+BUDGET_S = 0.03  # per backend per redraw: timing four forms stays well under 0.5 s on 2 CPU cores
+N_HI = {"cpu": 23, "gpu": 26}  # top of the N sliders (log2): the seed's 20M is ~2^24
 MONO = {"family": "monospace", "fontsize": 9.5}
 
 
-# ---------------------------------------------------------------------------------------
-# Shared helpers
-# ---------------------------------------------------------------------------------------
-def _device() -> str:
-    return torch_device()
+def _noop(_fraction: float, _message: str = "") -> None:
+    pass
 
 
-def default_n() -> int:
-    """The workload's default N for this device (2^21 on a CPU, 20M on a GPU)."""
-    return get(WORKLOAD).defaults(device_kind())["N"]
+def default_n(kind: str | None = None) -> int:
+    """The workload's default N for the device (2^21 on a CPU, 20M on a GPU)."""
+    return get(WORKLOAD).defaults(kind or device_kind())["N"]
 
 
-def panel_n() -> int:
-    """N the live panels open at: 2^19 on a CPU (a redraw of four forms stays under 0.5 s on
+def panel_n(kind: str | None = None) -> int:
+    """N the live panels open at: 2^19 on a CPU (timing the four forms stays under 0.5 s on
     two cores — XLA's CPU sin/cos alone take ~10 ms at 2^20), the workload default (the
     seed's 20M) on a GPU. The claims are checked at the workload default too."""
-    return 2**19 if device_kind() == "cpu" else default_n()
-
-
-def _n_hi() -> int:
-    """Largest N slider exponent: 2^23 on a CPU, 2^26 on a GPU (the seed's 20M is ~2^24)."""
-    return 23 if device_kind() == "cpu" else 26
+    kind = kind or device_kind()
+    return 2**19 if kind == "cpu" else default_n(kind)
 
 
 def _pow2_label(n: int) -> str:
@@ -80,69 +66,25 @@ def _pow2_label(n: int) -> str:
     return f"2^{int(k)}" if k == int(k) else f"{n:,}"
 
 
-def _reference_section(name: str) -> tuple[dict | None, str]:
-    """(recorded data of this panel, stamp) from the reference record, or (None, '')."""
-    try:
-        rec = _reference()
-    except Exception:
-        return None, ""
-    if rec is None:
-        return None, ""
-    data = rec.sections.get(SECTION, {}).get(name)
-    if not data:
-        return None, ""
-    return data, plots.machine_stamp(rec.machine, "", rec.created)
-
-
-def _time(prep, warmed: set, budget_s: float = BUDGET_S) -> dict[str, Any]:
-    key = (prep.workload.name, prep.backend, tuple(sorted(prep.params.items())), prep.dtype, prep.device)
-    compile_s = None
-    if key not in warmed:
-        import time
-
-        t0 = time.perf_counter()
-        prep.sync(prep.fn())
-        compile_s = time.perf_counter() - t0
-        warmed.add(key)
-    t = measure(prep.fn, prep.sync, warmup=0, budget_s=budget_s, min_samples=3)
-    return {"median_s": t.median, "p10_s": t.p10, "p90_s": t.p90, "n": t.n, "first_s": compile_s}
+def _where(d: dict) -> str:
+    """'this machine' for a live run, the recording machine's short name for a recorded one."""
+    return f"recorded: {d.get('machine_short', '?')}" if d.get("recorded") else "this machine"
 
 
 _WARMED: set = set()
 
 
-def _live_or_recorded(name: str, measure_fn: Callable[[], dict]) -> tuple[dict, dict | None, str]:
-    """Measure live, or (exports with DEMOS_RESULTS) draw the recorded run instead."""
-    ref, ref_stamp = _reference_section(name)
-    if ui.recorded_only():
-        if ref is None:
-            raise DemoError(f"the recorded run has no '{SECTION}.{name}' section")
-        return ref, None, ref_stamp
-    return measure_fn(), ref, ref_stamp
-
-
-def _layout(fig, left=0.08, right=0.99, bottom=0.17, top=0.9, wspace=0.25):
-    """Fixed margins instead of constrained layout: it halves the PNG time of a redraw."""
-    fig.set_layout_engine("none")
-    gs = fig.axes[0].get_subplotspec().get_gridspec()
-    gs.update(left=left, right=right, bottom=bottom, top=top, wspace=wspace)
-    for ax in fig.axes:
-        if ax.get_subplotspec() is not None:
-            ax.set_position(ax.get_subplotspec().get_position(fig))
-    return fig
-
-
-def _stamp(fig, recorded: str | None, ref_stamp: str, what: str) -> None:
-    """Footer: where this figure was measured (device, sizes, dtype, versions, date); a recorded
-    run drawn alone says 'Recorded on', and a recorded run drawn beside the live one is named
-    (machine and date) at the top right."""
-    if recorded:
-        plots.stamp(fig, f"{recorded} · {what}", where="Recorded on")
-    else:
-        plots.stamp(fig, plots.live_stamp(what))
-    if ref_stamp and not recorded:
-        fig.text(0.995, 0.995, f"grey/hatched/dashed = recorded on {ref_stamp}", ha="right", va="top",
-                 fontsize=8.5, color="#555555")
+def _time(prep, budget_s: float = BUDGET_S) -> dict[str, Any]:
+    """Median and p10–p90 of a prepared call; the first call (a compile) is timed apart, once."""
+    key = (prep.workload.name, prep.backend, tuple(sorted(prep.params.items())), prep.dtype, prep.device)
+    compile_s = None
+    if key not in _WARMED:
+        t0 = time.perf_counter()
+        prep.sync(prep.fn())
+        compile_s = time.perf_counter() - t0
+        _WARMED.add(key)
+    t = measure(prep.fn, prep.sync, warmup=0, budget_s=budget_s, min_samples=3)
+    return {"median_s": t.median, "p10_s": t.p10, "p90_s": t.p90, "n": t.n, "first_s": compile_s}
 
 
 def _text_block(ax, lines: list[str], title: str = "", colors: list[str] | None = None, y0: float = 0.97,
@@ -159,25 +101,49 @@ def _text_block(ax, lines: list[str], title: str = "", colors: list[str] | None 
     return y
 
 
+def _form_bars(ax, names: list[str], heights: list[float], texts: list[str], ylabel: str,
+               ref: list[float | None] | None = None, ref_label: str = "", **text_kw) -> None:
+    """One bar per form in its colour with a label on top; a recorded run as dashed marks."""
+    ax.bar(range(len(names)), heights, color=[plots.color(b) for b in names], width=0.62)
+    for i, (h, s) in enumerate(zip(heights, texts)):
+        ax.text(i, h, s, ha="center", va="bottom", **text_kw)
+    if ref is not None:
+        for i, r in enumerate(ref):
+            if r is not None:
+                ax.plot([i - 0.31, i + 0.31], [r, r], color=plots.PALETTE["floor"], lw=2.5, ls="--")
+        ax.plot([], [], color=plots.PALETTE["floor"], lw=2.5, ls="--", label=ref_label)
+        ax.legend(loc="upper right", fontsize=9)
+    ax.set_xticks(range(len(names)))
+    ax.set_xticklabels([plots.label(b) for b in names], rotation=12)
+    ax.set_ylabel(ylabel)
+    ax.grid(axis="x", visible=False)
+
+
+def _spread(ax, x: float, r: dict, scale: float = 1e3, **kw) -> float:
+    """Error bar p10–p90 around the median of a timing dict; returns the median (scaled)."""
+    med = r["median_s"] * scale
+    ax.errorbar(x, med, yerr=[[med - r["p10_s"] * scale], [r["p90_s"] * scale - med]], color="#222222",
+                capsize=3, **kw)
+    return med
+
+
+def _n_dtype(lo: int) -> Callable[[str], list]:
+    """Controls N (2^lo … the device's top, opening at the panel N) and dtype."""
+    return lambda kind: [Pow2("N", panel_n(kind), lo=lo, hi=N_HI[kind]),
+                         Choice("dtype", "float32", options=DTYPES)]
+
+
 # ---------------------------------------------------------------------------------------
 # 1a. Kernel / op counts of the four forms
 # ---------------------------------------------------------------------------------------
-def _eager_profile(workload: str, params: dict | None, dtype: str) -> dict[str, Any]:
-    from demos.introspection import profiling
-
-    prep = prepare(workload, "torch_eager", params, dtype)
-    return profiling.profile_run(prep, label="torch eager")
-
-
 def measure_kernels(workload: str = WORKLOAD, dtype: str = "float32", params: dict | None = None,
-                    progress: ui.Progress | None = None) -> dict[str, Any]:
+                    progress: Progress = _noop) -> dict[str, Any]:
     """How many separate kernels/ops each form runs for one call of ``workload``."""
-    progress = progress or (lambda f, m="": None)
     w = get(workload)
     p = w.resolve(params, device_kind())
-    device = _device()
+    device = torch_device()
     progress(0.1, "profiling eager…")
-    prof = _eager_profile(workload, p, dtype)
+    prof = profiling.profile_run(prepare(workload, "torch_eager", p, dtype), label="torch eager")
     gpu = prof.get("device_lane") == "cuda"
     progress(0.35, "reading Inductor's generated code…")
     ind = codegen.workload_inductor_code(workload, p, dtype, device)
@@ -208,43 +174,23 @@ def measure_kernels(workload: str = WORKLOAD, dtype: str = "float32", params: di
     except DemoError as exc:
         forms["jax_eager"] = forms["jax_jit"] = {"count": None, "names": [], "how": str(exc)}
     progress(1.0, "")
+    sizes = ", ".join(f"{k}={_pow2_label(v)}" for k, v in p.items())
     return {"workload": workload, "params": p, "dtype": dtype, "device": device, "forms": forms,
             "wrapper": [codegen._shorten(s, 62) for s in wrapper[:5]], "hlo": hlo_lines,
-            "eager_ops_written": len(w.eager_ops)}
+            "eager_ops_written": len(w.eager_ops), "extra": f"{workload}, {sizes}, {dtype}"}
 
 
-def figure_kernels(data: dict[str, Any], reference: dict | None = None, ref_stamp: str = "",
-                   stamp: str | None = None):
+def figure_kernels(data: dict[str, Any], reference: dict | None = None):
     fig, (ax, txt) = plots.figure(1, 2, width_ratios=[1.0, 1.25])
-    _layout(fig, left=0.07, bottom=0.2, wspace=0.08)
     forms = data["forms"]
-    xs, hs, cols = [], [], []
-    for i, b in enumerate(BACKENDS):
-        c = forms.get(b, {}).get("count")
-        xs.append(i)
-        hs.append(c or 0)
-        cols.append(plots.color(b))
-    ax.bar(xs, hs, color=cols, width=0.62, label="this machine")
-    for i, b in enumerate(BACKENDS):
-        c = forms.get(b, {}).get("count")
-        ax.text(i, (c or 0) + 0.1, "n/a" if c is None else str(c), ha="center", va="bottom", fontsize=15,
-                fontweight="bold")
-    if reference:
-        rforms = reference.get("forms", {})
-        for i, b in enumerate(BACKENDS):
-            rc = rforms.get(b, {}).get("count")
-            if rc is not None:
-                ax.plot([i - 0.31, i + 0.31], [rc, rc], color=plots.PALETTE["floor"], lw=2.5, ls="--")
-        ax.plot([], [], color=plots.PALETTE["floor"], lw=2.5, ls="--", label=f"recorded: {ref_stamp.split(' · ')[0]}")
-        ax.legend(loc="upper right", fontsize=9)
-    ax.set_xticks(xs)
-    ax.set_xticklabels([plots.label(b) for b in BACKENDS], rotation=12)
-    ax.set_ylabel("separate kernels / ops per call")
-    ax.set_ylim(0, max(hs + [1]) * 1.3 + 0.5)
-    ax.grid(axis="x", visible=False)
-    ax.set_title(f"{data['workload']}: {forms['torch_eager']['count']} → {forms['torch_compile']['count']}"
-                 f" (torch), {forms.get('jax_eager', {}).get('count')} → {forms.get('jax_jit', {}).get('count')} (JAX)",
-                 fontsize=13)
+    counts = [forms.get(b, {}).get("count") for b in BACKENDS]
+    ref = None if reference is None else [reference["forms"].get(b, {}).get("count") for b in BACKENDS]
+    _form_bars(ax, list(BACKENDS), [c or 0 for c in counts], ["n/a" if c is None else str(c) for c in counts],
+               "separate kernels / ops per call", ref, f"recorded: {(reference or {}).get('machine_short')}",
+               fontsize=15, fontweight="bold")
+    ax.set_ylim(0, max([c or 0 for c in counts] + [1]) * 1.3 + 0.5)
+    c = counts  # in BACKENDS order: torch eager, torch.compile, JAX op-by-op, jax.jit
+    ax.set_title(f"{data['workload']}: {c[0]} → {c[1]} (torch), {c[2]} → {c[3]} (JAX)", fontsize=13)
     y = _text_block(txt, data.get("wrapper") or ["(no wrapper lines)"],
                     "Inductor's call(): what runs", [plots.color("torch_compile")] * 6)
     if data.get("hlo"):
@@ -252,36 +198,16 @@ def figure_kernels(data: dict[str, Any], reference: dict | None = None, ref_stam
     hows = " · ".join(forms[b]["how"].split(" (")[0] for b in BACKENDS if b in forms)
     txt.text(0.0, -0.16, "counted from (left to right):\n" + hows, fontsize=8.5, color="#555555", va="bottom",
              transform=txt.transAxes)
-    sizes = ", ".join(f"{k}={_pow2_label(v)}" for k, v in data["params"].items())
-    _stamp(fig, stamp, ref_stamp if reference else '', (f"{data['workload']}, {sizes}, {data['dtype']}"))
+    plots.stamp_figure(fig, data, reference)
     return fig
 
 
-_KERNELS_CACHE: dict[tuple, dict] = {}
-
-
-def kernels(show: bool = True):
-    """Live: kernel/op counts of the four forms, with the generated code behind them."""
-    controls = {
-        "workload": ui.choice("workload", list(COUNT_WORKLOADS), WORKLOAD),
-        "dtype": ui.dtype_choice("float32", DTYPES),
-    }
-
-    def render(v, progress):
-        def counts():  # counts are deterministic for given code: measured once per workload/dtype/device
-            key = (v["workload"], v["dtype"], _device())
-            if key not in _KERNELS_CACHE:
-                _KERNELS_CACHE[key] = measure_kernels(v["workload"], v["dtype"], progress=progress)
-            return _KERNELS_CACHE[key]
-
-        data, ref, ref_stamp = _live_or_recorded("kernels", counts)
-        if ui.recorded_only():
-            return figure_kernels(data, stamp=ref_stamp)
-        if ref and ref.get("workload") != data["workload"]:
-            ref = None
-        return figure_kernels(data, ref, ref_stamp)
-
-    return _finish(ui.Panel("Kernels per call, four forms", controls, render), show)
+kernels = Demo(
+    "kernels", "Kernels per call, four forms",
+    controls=[Choice("workload", WORKLOAD, options=COUNT_WORKLOADS), Choice("dtype", "float32", options=DTYPES)],
+    measure=measure_kernels, figure=figure_kernels, match=("workload",),
+    warm=[{"workload": w, "dtype": d} for w in COUNT_WORKLOADS for d in DTYPES],
+)
 
 
 # ---------------------------------------------------------------------------------------
@@ -309,78 +235,61 @@ def _profiled_compiled(fn: Callable) -> Callable:
     return call
 
 
-def measure_timeline(N: int | None = None, dtype: str = "float32") -> dict[str, Any]:
-    from demos.introspection import profiling
-
+def measure_timeline(N: int | None = None, dtype: str = "float32", progress: Progress = _noop) -> dict[str, Any]:
     N = N or panel_n()
+    progress(0.2, "profiling eager and compiled…")
     eager = prepare(WORKLOAD, "torch_eager", {"N": N}, dtype)
     comp = _profiled_compiled(eager.workload.torch_fn)
     args = eager.args
     runs = [profiling.profile_run(eager, label="torch eager", passes=2),
             profiling.profile_run(lambda: comp(*args), sync=eager.sync, device=eager.device,
                                   label="torch.compile", passes=2)]
-    return {"N": N, "dtype": dtype, "device": eager.device, "runs": runs}
+    return {"N": N, "dtype": dtype, "device": eager.device, "runs": runs,
+            "extra": f"{WORKLOAD}, N={_pow2_label(N)}, {dtype}, profiled"}
 
 
-def figure_timeline(data: dict[str, Any], reference: dict | None = None, ref_stamp: str = "",
-                    stamp: str | None = None):
-    from demos.introspection import profiling
-
+def figure_timeline(data: dict[str, Any], reference: dict | None = None):
     runs = data["runs"]
     k = [r["counts"]["kernels"] for r in runs]
     spans = [r.get("span_us") or 0.0 for r in runs]
     title = (f"eager {k[0]} kernels, {fmt_seconds(spans[0] * 1e-6)}  →  compiled {k[1]} kernel"
              f"{'s' * (k[1] != 1)}, {fmt_seconds(spans[1] * 1e-6)}")
-    if reference and reference.get("runs"):
+    if reference is not None and reference.get("runs"):
         rr = reference["runs"]
-        where = ref_stamp.split(" · ")
-        title += (f"\nrecorded on {where[0][:28]} ({where[-1]}), N={reference['N']:,}: "
-                  f"{rr[0]['counts']['kernels']} → "
-                  f"{rr[1]['counts']['kernels']}, {fmt_seconds(rr[0]['span_us'] * 1e-6)} → "
-                  f"{fmt_seconds(rr[1]['span_us'] * 1e-6)}")
+        title += (f"\nrecorded on {reference.get('machine_short', '?')}, N={reference['N']:,}: "
+                  f"{rr[0]['counts']['kernels']} → {rr[1]['counts']['kernels']}, "
+                  f"{fmt_seconds((rr[0]['span_us'] or 0) * 1e-6)} → {fmt_seconds((rr[1]['span_us'] or 0) * 1e-6)}")
     fig = profiling.timeline_figure(runs, ["eager", "torch.compile"], title=title)
-    _stamp(fig, stamp, "", (f"{WORKLOAD}, N={_pow2_label(data['N'])}, {data['dtype']}, profiled"))
+    plots.stamp_figure(fig, data, reference)
     return fig
 
 
-def timeline(show: bool = True):
-    """Live: eager's six ops above the compiled kernel, on one time axis."""
-    controls = {
-        "N": ui.pow2_slider("N", 14, _n_hi(), panel_n()),
-        "dtype": ui.dtype_choice("float32", DTYPES),
-    }
-
-    def render(v, progress):
-        progress(0.2, "profiling eager and compiled…")
-        data, ref, ref_stamp = _live_or_recorded("timeline", lambda: measure_timeline(v["N"], v["dtype"]))
-        if ui.recorded_only():
-            return figure_timeline(data, stamp=ref_stamp)
-        return figure_timeline(data, ref, ref_stamp)
-
-    return _finish(ui.Panel("Two-lane timeline: eager vs compiled", controls, render), show)
+timeline = Demo(
+    "timeline", "Two-lane timeline: eager vs compiled",
+    controls=_n_dtype(14), measure=measure_timeline, figure=figure_timeline,
+    warm=[{"dtype": d} for d in DTYPES],
+)
 
 
 # ---------------------------------------------------------------------------------------
 # 1c. Latency, speedup and bandwidth of the four forms
 # ---------------------------------------------------------------------------------------
 def measure_latency(N: int | None = None, dtype: str = "float32", backends=BACKENDS,
-                    budget_s: float = BUDGET_S, progress: ui.Progress | None = None) -> dict[str, Any]:
-    progress = progress or (lambda f, m="": None)
+                    budget_s: float = BUDGET_S, progress: Progress = _noop) -> dict[str, Any]:
     N = N or panel_n()
     w = get(WORKLOAD)
-    out: dict[str, Any] = {"N": N, "dtype": dtype, "device": _device(), "forms": {}}
+    out: dict[str, Any] = {"N": N, "dtype": dtype, "device": torch_device(), "forms": {},
+                           "extra": f"{WORKLOAD}, N={_pow2_label(N)}, {dtype}"}
     for i, b in enumerate(backends):
         progress(i / len(backends), f"timing {plots.label(b)}…")
         try:
-            prep = prepare(w, b, {"N": N}, dtype)
-            res = _time(prep, _WARMED, budget_s)
+            res = _time(prepare(w, b, {"N": N}, dtype), budget_s)
         except DemoError as exc:
             if b.startswith("jax"):
                 out["forms"][b] = {"error": str(exc)}
                 continue
             raise
-        fused = b in ("torch_compile", "jax_jit")
-        res["bytes"] = w.bytes({"N": N}, dtype, fused=fused)
+        res["bytes"] = w.bytes({"N": N}, dtype, fused=b in ("torch_compile", "jax_jit"))
         res["gbps"] = res["bytes"] / res["median_s"] / 1e9
         out["forms"][b] = res
     f = out["forms"]
@@ -392,30 +301,27 @@ def measure_latency(N: int | None = None, dtype: str = "float32", backends=BACKE
     return out
 
 
-def figure_latency(data: dict[str, Any], reference: dict | None = None, ref_stamp: str = "",
-                   stamp: str | None = None):
+def figure_latency(data: dict[str, Any], reference: dict | None = None):
+    from matplotlib.ticker import NullFormatter
+
     fig, (ax, bw) = plots.figure(1, 2, width_ratios=[1.6, 1.0])
-    _layout(fig, left=0.085, right=0.97, bottom=0.2, wspace=0.5)
-    groups = [("this machine\nN=" + _pow2_label(data["N"]) + f", {data['dtype']}", data["forms"])]
-    if reference:
-        groups.append((f"recorded: {ref_stamp.split(' · ')[0][:22]}\nN={reference['N']:,}, {reference['dtype']}",
-                       reference["forms"]))
+    groups = [(f"{_where(data)}\nN={_pow2_label(data['N'])}, {data['dtype']}", data["forms"], None)]
+    if reference is not None:
+        groups.append((f"{_where(reference)[:32]}\nN={reference['N']:,}, {reference['dtype']}",
+                       reference["forms"], "//"))
     seed = {"torch_eager": {"median_s": SEED["eager_s"]}, "torch_compile": {"median_s": SEED["compiled_s"]}}
-    groups.append(("seed's GPU\n(reported), N=20M", seed))
+    groups.append(("seed's GPU\n(reported), N=20M", seed, ".."))
     width = 0.2
-    for gi, (name, forms) in enumerate(groups):
+    for gi, (_name, forms, hatch) in enumerate(groups):
         for bi, b in enumerate(BACKENDS):
             r = forms.get(b)
             if not r or "median_s" not in r:
                 continue
             x = gi + (bi - 1.5) * width
-            med = r["median_s"] * 1e3
-            hatch = None if gi == 0 else ("//" if name.startswith("recorded") else "..")
-            ax.bar(x, med, width * 0.92, color=plots.color(b), hatch=hatch, edgecolor="white",
+            ax.bar(x, r["median_s"] * 1e3, width * 0.92, color=plots.color(b), hatch=hatch, edgecolor="white",
                    label=plots.label(b) if gi == 0 else None)
             if r.get("p10_s") is not None:
-                ax.errorbar(x, med, yerr=[[med - r["p10_s"] * 1e3], [r["p90_s"] * 1e3 - med]], color="#222222",
-                            capsize=3, lw=1)
+                _spread(ax, x, r, lw=1)
         for pair, x0 in ((("torch_eager", "torch_compile"), -1.0), (("jax_eager", "jax_jit"), 1.0)):
             a, c = forms.get(pair[0], {}), forms.get(pair[1], {})
             if "median_s" in a and "median_s" in c:
@@ -423,8 +329,6 @@ def figure_latency(data: dict[str, Any], reference: dict | None = None, ref_stam
                 ax.text(gi + x0 * width, top * 1.3, f"{a['median_s'] / c['median_s']:.1f}×", ha="center",
                         fontsize=12, fontweight="bold", color=plots.color(pair[1]))
     ax.set_yscale("log")
-    from matplotlib.ticker import NullFormatter
-
     ax.yaxis.set_minor_formatter(NullFormatter())
     ax.set_xticks(range(len(groups)))
     ax.set_xticklabels([g[0] for g in groups], fontsize=10)
@@ -447,25 +351,22 @@ def figure_latency(data: dict[str, Any], reference: dict | None = None, ref_stam
     bw.set_xlabel("achieved bandwidth (GB/s)")
     bw.set_title("bandwidth: eager 15N, fused 3N elements", fontsize=12)
     bw.grid(axis="y", visible=False)
-    _stamp(fig, stamp, ref_stamp if reference else '', (f"{WORKLOAD}, N={_pow2_label(data['N'])}, {data['dtype']}"))
+    plots.stamp_figure(fig, data, reference)
     return fig
 
 
-def latency(show: bool = True):
-    """Live: median latency (p10–p90) of the four forms, speedup and bandwidth, over N and dtype."""
-    controls = {
-        "N": ui.pow2_slider("N", 12, _n_hi(), panel_n()),
-        "dtype": ui.dtype_choice("float32", DTYPES),
-    }
+def _warm_latency() -> None:
+    """The four forms at the panel's N and the workload default, in both dtypes."""
+    for dtype in DTYPES:
+        for n in sorted({panel_n(), default_n()}):
+            latency.run({"N": n, "dtype": dtype})
 
-    def render(v, progress):
-        data, ref, ref_stamp = _live_or_recorded(
-            "latency", lambda: measure_latency(v["N"], v["dtype"], progress=progress))
-        if ui.recorded_only():
-            return figure_latency(data, stamp=ref_stamp)
-        return figure_latency(data, ref, ref_stamp)
 
-    return _finish(ui.Panel("Latency of the four forms", controls, render), show)
+latency = Demo(
+    "latency", "Latency of the four forms",
+    controls=_n_dtype(12), measure=measure_latency, figure=figure_latency,
+    record={"budget_s": 0.5}, record_quick={"budget_s": 0.05}, warm=_warm_latency,
+)
 
 
 # ---------------------------------------------------------------------------------------
@@ -482,17 +383,16 @@ def _torch_peak(fn: Callable[[], Any], sync, device: str) -> dict[str, Any]:
         sync(out)
         peak = torch.cuda.max_memory_allocated() - base
         del out
-        allocs = []  # the CUDA allocator gives the peak; names come from the profiler below
-        how = "torch.cuda.max_memory_allocated"
+        how = "torch.cuda.max_memory_allocated"  # the allocator gives the peak; names: the profiler
     else:
-        peak, allocs, how = None, [], "profiler memory events"
+        peak, how = None, "profiler memory events"
     from torch.profiler import ProfilerActivity, profile
 
     with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
         out = fn()
         sync(out)
         del out
-    cur = top = 0
+    allocs, cur, top = [], 0, 0
     for e in sorted(prof.events(), key=lambda e: e.time_range.start):
         d = getattr(e, "self_device_memory_usage" if device.startswith("cuda") else "self_cpu_memory_usage", 0)
         if not d:
@@ -501,14 +401,13 @@ def _torch_peak(fn: Callable[[], Any], sync, device: str) -> dict[str, Any]:
         top = max(top, cur)
         if d > 0:
             allocs.append({"op": e.name.replace("aten::", ""), "bytes": int(d)})
-    if peak is None:
-        peak = top
-    return {"peak_bytes": int(peak), "buffers": allocs, "how": how}
+    return {"peak_bytes": int(top if peak is None else peak), "buffers": allocs, "how": how}
 
 
-def measure_memory(N: int | None = None, dtype: str = "float32") -> dict[str, Any]:
+def measure_memory(N: int | None = None, dtype: str = "float32", progress: Progress = _noop) -> dict[str, Any]:
     N = N or panel_n()
-    device = _device()
+    device = torch_device()
+    progress(0.2, "profiling memory…")
     out: dict[str, Any] = {"N": N, "dtype": dtype, "device": device, "forms": {},
                            "input_bytes": 2 * N * ITEMSIZE[dtype]}
     eager = prepare(WORKLOAD, "torch_eager", {"N": N}, dtype)
@@ -534,41 +433,28 @@ def measure_memory(N: int | None = None, dtype: str = "float32") -> dict[str, An
                                      "how": "jaxpr: every op's result is a live array until return"}
         mem = x.memory or {}
         temp, outb = int(mem.get("temp_size_in_bytes", 0)), int(mem.get("output_size_in_bytes", 0))
-        out["forms"]["jax_jit"] = {"peak_bytes": temp + outb,
-                                   "temp_bytes": int(mem.get("temp_size_in_bytes", 0)),
-                                   "output_bytes": int(mem.get("output_size_in_bytes", 0)),
+        out["forms"]["jax_jit"] = {"peak_bytes": temp + outb, "temp_bytes": temp, "output_bytes": outb,
                                    "buffers": [], "how": "compiled.memory_analysis(): temp + output"}
     except DemoError as exc:
         out["jax_error"] = str(exc)
+    out["extra"] = f"{WORKLOAD}, N={_pow2_label(N)}, {dtype}; torch: {out['forms']['torch_eager']['how']}"
     return out
 
 
-def figure_memory(data: dict[str, Any], reference: dict | None = None, ref_stamp: str = "",
-                  stamp: str | None = None):
+def figure_memory(data: dict[str, Any], reference: dict | None = None):
     fig, (ax, txt) = plots.figure(1, 2, width_ratios=[1.0, 1.1])
-    _layout(fig, left=0.07, bottom=0.2, wspace=0.08)
     forms = data["forms"]
     names = [b for b in BACKENDS if b in forms]
     mib = [forms[b]["peak_bytes"] / 2**20 for b in names]
-    ax.bar(range(len(names)), mib, color=[plots.color(b) for b in names], width=0.62)
     nbuf = data["N"] * ITEMSIZE[data["dtype"]] / 2**20
-    for i, (b, m) in enumerate(zip(names, mib)):
-        ax.text(i, m, f"{m:.0f} MiB\n= {m / nbuf:.0f} × N", ha="center", va="bottom", fontsize=11)
-    if reference:
-        for i, b in enumerate(names):
-            r = reference["forms"].get(b)
-            if r:
-                rn = reference["N"] * ITEMSIZE[reference["dtype"]]
-                ax.plot([i - 0.31, i + 0.31], [r["peak_bytes"] / rn * nbuf] * 2, color=plots.PALETTE["floor"],
-                        ls="--", lw=2.5)
-        ax.plot([], [], color=plots.PALETTE["floor"], ls="--", lw=2.5,
-                label=f"recorded on {ref_stamp.split(' · ')[0][:24]} (scaled to this N)")
-        ax.legend(loc="upper right", fontsize=9)
-    ax.set_xticks(range(len(names)))
-    ax.set_xticklabels([plots.label(b) for b in names], rotation=12)
-    ax.set_ylabel("memory allocated during one call (MiB)")
+    ref = None
+    if reference is not None:  # the recorded peaks as multiples of N, scaled to this N
+        rn = reference["N"] * ITEMSIZE[reference["dtype"]]
+        ref = [reference["forms"][b]["peak_bytes"] / rn * nbuf if b in reference["forms"] else None for b in names]
+    _form_bars(ax, names, mib, [f"{m:.0f} MiB\n= {m / nbuf:.0f} × N" for m in mib],
+               "memory allocated during one call (MiB)", ref,
+               f"recorded on {(reference or {}).get('machine_short')} (scaled to this N)", fontsize=11)
     ax.set_ylim(0, max(mib + [1]) * 1.35)
-    ax.grid(axis="x", visible=False)
     ax.set_title("peak memory above the inputs", fontsize=13)
     eager = forms["torch_eager"]["buffers"]
     lines = [f"{b['op']:<10} {b['bytes'] / 2**20:6.1f} MiB" for b in eager[:7]]
@@ -582,26 +468,15 @@ def figure_memory(data: dict[str, Any], reference: dict | None = None, ref_stamp
         j = forms["jax_jit"]
         _text_block(txt, [f"temp {j['temp_bytes'] / 2**20:.1f} MiB, output {j['output_bytes'] / 2**20:.1f} MiB"],
                     "jax.jit memory_analysis()", [plots.color("jax_jit")], y0=y - 0.03, step=0.068)
-    _stamp(fig, stamp, ref_stamp if reference else '', (f"{WORKLOAD}, N={_pow2_label(data['N'])}, {data['dtype']}; "
-                                               f"torch: {forms['torch_eager']['how']}"))
+    plots.stamp_figure(fig, data, reference)
     return fig
 
 
-def memory(show: bool = True):
-    """Live: peak memory of eager vs compiled and the buffers each allocates."""
-    controls = {
-        "N": ui.pow2_slider("N", 14, _n_hi(), panel_n()),
-        "dtype": ui.dtype_choice("float32", DTYPES),
-    }
-
-    def render(v, progress):
-        progress(0.2, "profiling memory…")
-        data, ref, ref_stamp = _live_or_recorded("memory", lambda: measure_memory(v["N"], v["dtype"]))
-        if ui.recorded_only():
-            return figure_memory(data, stamp=ref_stamp)
-        return figure_memory(data, ref, ref_stamp)
-
-    return _finish(ui.Panel("Buffer reuse: peak memory", controls, render), show)
+memory = Demo(
+    "memory", "Buffer reuse: peak memory",
+    controls=_n_dtype(14), measure=measure_memory, figure=figure_memory,
+    warm=[{"dtype": d} for d in DTYPES],
+)
 
 
 # ---------------------------------------------------------------------------------------
@@ -643,122 +518,101 @@ def _relayout_inputs(B: int, H: int, D: int, K: int, dtype: str):
 
 
 def measure_relayout(B: int = 64, H: int = 4, D: int = 1024, K: int = 256, dtype: str = "float32",
-                     budget_s: float = BUDGET_S) -> dict[str, Any]:
+                     budget_s: float = BUDGET_S, progress: Progress = _noop) -> dict[str, Any]:
     require_jax()
+    progress(0.2, "lowering and timing the einsum…")
     x, xt, w = _relayout_inputs(B, H, D, K, dtype)
     written = codegen.xla_code(einsum_as_written, x, w)
     pre = codegen.xla_code(einsum_pretransposed, xt, w)
     out: dict[str, Any] = {"B": B, "H": H, "D": D, "K": K, "dtype": dtype, "backend": written.backend,
-                           "forms": {}}
+                           "forms": {}, "extra": f"einsum B,H,D,K={B},{H},{D},{K}, {dtype}, "
+                                                 f"XLA backend {written.backend}"}
+    sync = sync_jax()
     for name, fn, args, code in (("as_written", einsum_as_written, (x, w), written),
                                  ("pretransposed", einsum_pretransposed, (xt, w), pre)):
         f = jitted(fn)
-        from demos.engine.timing import sync_jax
-
-        sync = sync_jax()
         sync(f(*args))
         t = measure(lambda: f(*args), sync, warmup=0, budget_s=budget_s, min_samples=3)
-        layout_ops = [s for s in code.transposes]
         out["forms"][name] = {
             "median_s": t.median, "p10_s": t.p10, "p90_s": t.p90, "n": t.n,
-            "transposes": len(layout_ops),
+            "transposes": len(code.transposes),
             "entry_ops": code.entry_ops,
             "excerpt": codegen.excerpt(code.entry, [r" (transpose|copy|dot|fusion|custom-call)\("],
-                                       max_lines=3, width=64) + [codegen._shorten(t, 64) for t in code.transposes][:2],
+                                       max_lines=3, width=64) + [codegen._shorten(s, 64) for s in code.transposes][:2],
         }
     out["relayout_inserted"] = out["forms"]["as_written"]["transposes"] > out["forms"]["pretransposed"]["transposes"]
     return out
 
 
-def figure_relayout(data: dict[str, Any], reference: dict | None = None, ref_stamp: str = "",
-                    stamp: str | None = None):
+def figure_relayout(data: dict[str, Any], reference: dict | None = None):
     fig, (ax, txt) = plots.figure(1, 2, width_ratios=[0.8, 1.6])
-    _layout(fig, left=0.07, bottom=0.2, wspace=0.08)
     forms = data["forms"]
     labels = {"as_written": f"as written\n({data['B']},{data['H']},{data['D']})",
               "pretransposed": f"pre-transposed\n({data['H']},{data['B']},{data['D']})"}
     cols = {"as_written": plots.color("jax_jit"), "pretransposed": plots.PALETTE["accent"]}
     for i, k in enumerate(("as_written", "pretransposed")):
         r = forms[k]
-        med = r["median_s"] * 1e3
-        ax.bar(i, med, 0.6, color=cols[k])
-        ax.errorbar(i, med, yerr=[[med - r["p10_s"] * 1e3], [r["p90_s"] * 1e3 - med]], color="#222", capsize=3)
+        ax.bar(i, r["median_s"] * 1e3, 0.6, color=cols[k])
+        _spread(ax, i, r)
         ax.text(i, r["p90_s"] * 1e3, f"{fmt_seconds(r['median_s'])}\n{r['transposes']} transpose"
-                f"{'s' * (r['transposes'] != 1)}",
-                ha="center", va="bottom", fontsize=10.5)
-        if reference and k in reference.get("forms", {}):
-            rr = reference["forms"][k]
-            ax.text(i, 0, f"recorded: {fmt_seconds(rr['median_s'])}", ha="center", va="bottom", fontsize=9,
-                    color="white", fontweight="bold")
+                f"{'s' * (r['transposes'] != 1)}", ha="center", va="bottom", fontsize=10.5)
+        if reference is not None and k in reference.get("forms", {}):
+            ax.text(i, 0, f"rec.\n{fmt_seconds(reference['forms'][k]['median_s'])}", ha="center",
+                    va="bottom", fontsize=9, color="white", fontweight="bold")
     ax.set_xticks([0, 1])
     ax.set_xticklabels([labels["as_written"], labels["pretransposed"]], fontsize=9.5)
     ax.set_ylabel("jax.jit median (ms), p10–p90")
     ax.set_ylim(0, max(forms[k]["p90_s"] for k in forms) * 1e3 * 1.45)
     ax.grid(axis="x", visible=False)
     ax.set_title("einsum bhd,hdk→bhk", fontsize=13)
-    w_lines = forms["as_written"]["excerpt"]
-    hl = [plots.PALETTE["torch_eager"] if "transpose" in s else "#222222" for s in w_lines]
-    y = _text_block(txt, w_lines, "XLA's plan, as written (transposes in orange)", hl, step=0.08)
-    p_lines = forms["pretransposed"]["excerpt"]
-    hl2 = [plots.PALETTE["torch_eager"] if "transpose" in s else "#222222" for s in p_lines]
-    y = _text_block(txt, p_lines, "pre-transposed operand", hl2, y0=y - 0.04, step=0.08)
+    y = 0.97 + 0.04
+    for title, key in (("XLA's plan, as written (transposes in orange)", "as_written"),
+                       ("pre-transposed operand", "pretransposed")):
+        lines = forms[key]["excerpt"]
+        hl = [plots.PALETTE["torch_eager"] if "transpose" in s else "#222222" for s in lines]
+        y = _text_block(txt, lines, title, hl, y0=y - 0.04, step=0.08)
     verdict = ("XLA moved the heads dimension in front (a relayout)\nbefore the batched dot, and back after it"
                if data["relayout_inserted"] else
                f"no relayout on this device:\nXLA ({data['backend']}) used the layout as written")
-    if reference:
-        verdict += f"; recorded on {ref_stamp.split(' · ')[0][:24]}: " + (
+    if reference is not None:
+        verdict += f"; recorded on {reference.get('machine_short', '?')}: " + (
             "relayout" if reference.get("relayout_inserted") else "no relayout")
     txt.text(0.0, 0.02, verdict, fontsize=10.5, fontweight="bold", transform=txt.transAxes, va="bottom")
-    _stamp(fig, stamp, ref_stamp if reference else '',
-           (f"einsum B,H,D,K={data['B']},{data['H']},{data['D']},{data['K']}, "
-                                               f"{data['dtype']}, XLA backend {data['backend']}"))
+    plots.stamp_figure(fig, data, reference)
     return fig
 
 
-def relayout(show: bool = True):
-    """Live: the transposes XLA inserts for a mid-position batch dimension, and their cost."""
-    controls = {
-        "H": ui.choice("heads H", [1, 2, 4, 8], 4),
-        "B": ui.choice("batch B", [16, 32, 64, 128], 64),
-    }
+def _warm_relayout() -> None:
+    try:
+        relayout.run({"budget_s": 0.01})
+    except DemoError:  # no JAX here: the panel says so in one line
+        pass
 
-    def render(v, progress):
-        progress(0.2, "lowering and timing the einsum…")
-        data, ref, ref_stamp = _live_or_recorded(
-            "relayout", lambda: measure_relayout(B=v["B"], H=v["H"], D=RELAYOUT_DEFAULTS["D"],
-                                                 K=RELAYOUT_DEFAULTS["K"]))
-        if ui.recorded_only():
-            return figure_relayout(data, stamp=ref_stamp)
-        return figure_relayout(data, ref, ref_stamp)
 
-    return _finish(ui.Panel("Relayout: where XLA puts the heads", controls, render), show)
+relayout = Demo(
+    "relayout", "Relayout: where XLA puts the heads",
+    controls=[Choice("H", RELAYOUT_DEFAULTS["H"], label="heads H", options=[1, 2, 4, 8]),
+              Choice("B", RELAYOUT_DEFAULTS["B"], label="batch B", options=[16, 32, 64, 128])],
+    measure=measure_relayout, figure=figure_relayout,
+    record={"budget_s": 0.5}, record_quick={"budget_s": 0.05}, warm=_warm_relayout,
+)
 
 
 # ---------------------------------------------------------------------------------------
 # 4. Dead-code elimination
 # ---------------------------------------------------------------------------------------
-DEAD = "mlp_dead_code"
-
-
 def measure_dead_code(B: int | None = None, dtype: str = "float32", budget_s: float = BUDGET_S,
-                      progress: ui.Progress | None = None) -> dict[str, Any]:
-    from demos.introspection import profiling
-
-    progress = progress or (lambda f, m="": None)
+                      progress: Progress = _noop) -> dict[str, Any]:
     w = get(DEAD)
     p = w.resolve({"B": B} if B else None, device_kind())
-    device = _device()
-    eager = prepare(w, "torch_eager", p, dtype)
-    prof = profiling.profile_run(eager, label="torch eager")
+    device = torch_device()
+    prof = profiling.profile_run(prepare(w, "torch_eager", p, dtype), label="torch eager")
     # count the matmul ops the code issued (each launches one GEMM; on Hopper cuBLAS kernels are
     # named nvjet_* rather than *gemm*, so kernel names are not a reliable count)
-    mm_names = ("mm", "matmul", "addmm", "bmm")
-    eager_mm = sum(1 for n in prof["op_names"] if n in mm_names)
-    counts = {"torch_eager": eager_mm}
+    counts = {"torch_eager": sum(1 for n in prof["op_names"] if n in ("mm", "matmul", "addmm", "bmm"))}
     how = {"torch_eager": "profiler: aten::mm ops"}
     progress(0.2, "reading generated code…")
-    ind = codegen.workload_inductor_code(w, p, dtype, device)
-    counts["torch_compile"] = ind.matmuls
+    counts["torch_compile"] = codegen.workload_inductor_code(w, p, dtype, device).matmuls
     how["torch_compile"] = "Inductor code: extern mm calls"
     try:
         x = codegen.workload_xla_code(w, p, dtype, device)
@@ -771,37 +625,30 @@ def measure_dead_code(B: int | None = None, dtype: str = "float32", budget_s: fl
         if b.startswith("jax") and "jax_jit" not in counts:
             continue
         progress(0.3 + 0.7 * i / 4, f"timing {plots.label(b)}…")
-        times[b] = _time(prepare(w, b, p, dtype), _WARMED, budget_s)
+        times[b] = _time(prepare(w, b, p, dtype), budget_s)
     progress(1.0, "")
     return {"params": p, "dtype": dtype, "device": device, "matmuls": counts, "how": how, "times": times,
-            "flops_ratio": w.flops(p, fused=True) / w.flops(p, fused=False)}
+            "flops_ratio": w.flops(p, fused=True) / w.flops(p, fused=False),
+            "extra": f"{DEAD}, B,D,F={p['B']},{p['D']},{p['F']}, {dtype}"}
 
 
-def figure_dead_code(data: dict[str, Any], reference: dict | None = None, ref_stamp: str = "",
-                     stamp: str | None = None):
+def figure_dead_code(data: dict[str, Any], reference: dict | None = None):
     fig, (ax, tx) = plots.figure(1, 2)
-    _layout(fig, left=0.065, bottom=0.2, wspace=0.2)
     names = [b for b in BACKENDS if b in data["matmuls"]]
     vals = [data["matmuls"][b] for b in names]
-    ax.bar(range(len(names)), vals, color=[plots.color(b) for b in names], width=0.62)
-    for i, v in enumerate(vals):
-        ax.text(i, v + 0.05, str(v), ha="center", va="bottom", fontsize=16, fontweight="bold")
-    ax.set_xticks(range(len(names)))
-    ax.set_xticklabels([plots.label(b) for b in names], rotation=12)
+    ref = None if reference is None else [reference["matmuls"].get(b) for b in names]
+    _form_bars(ax, names, vals, [str(v) for v in vals], "matmuls executed per call", ref,
+               f"recorded: {(reference or {}).get('machine_short')}", fontsize=16, fontweight="bold")
     ax.set_ylim(0, 4)
-    ax.set_ylabel("matmuls executed per call")
-    ax.grid(axis="x", visible=False)
     ax.set_title("x @ gating1 is never used", fontsize=13)
     t = data["times"]
     tn = [b for b in BACKENDS if b in t]
     for i, b in enumerate(tn):
-        r = t[b]
-        med = r["median_s"] * 1e3
-        tx.bar(i, med, 0.62, color=plots.color(b))
-        tx.errorbar(i, med, yerr=[[med - r["p10_s"] * 1e3], [r["p90_s"] * 1e3 - med]], color="#222", capsize=3)
-        if reference and b in reference.get("times", {}):
-            rm = reference["times"][b]["median_s"]
-            tx.text(i, 0, f"rec.\n{fmt_seconds(rm)}", ha="center", va="bottom", fontsize=8.5, color="white")
+        tx.bar(i, t[b]["median_s"] * 1e3, 0.62, color=plots.color(b))
+        _spread(tx, i, t[b])
+        if reference is not None and b in reference.get("times", {}):
+            tx.text(i, 0, f"rec.\n{fmt_seconds(reference['times'][b]['median_s'])}", ha="center", va="bottom",
+                    fontsize=8.5, color="white")
     for pair, xm in ((("torch_eager", "torch_compile"), 0.5), (("jax_eager", "jax_jit"), 2.5)):
         if pair[0] in t and pair[1] in t:
             s = t[pair[0]]["median_s"] / t[pair[1]]["median_s"]
@@ -812,96 +659,19 @@ def figure_dead_code(data: dict[str, Any], reference: dict | None = None, ref_st
     tx.set_ylabel("median latency (ms), p10–p90")
     tx.set_ylim(0, max([t[b]["p90_s"] for b in tn] + [1e-6]) * 1e3 * 1.3)
     tx.grid(axis="x", visible=False)
-    tx.set_title(f"time (compiled needs {data['flops_ratio']:.2f}× the FLOPs)", fontsize=12)
-    p = data["params"]
-    extra = f"{DEAD}, B,D,F={p['B']},{p['D']},{p['F']}, {data['dtype']}"
-    if reference:
-        extra += f"; 'rec.' = recorded on {ref_stamp.split(' · ')[0][:24]}"
-    _stamp(fig, stamp, ref_stamp if reference else '', (extra))
+    title = f"time (compiled needs {data['flops_ratio']:.2f}× the FLOPs)"
+    if reference is not None:
+        title += f"\nrec. = recorded on {reference.get('machine_short', '?')}"
+    tx.set_title(title, fontsize=12)
+    plots.stamp_figure(fig, data, reference)
     return fig
 
 
-def dead_code(show: bool = True):
-    """Live: 3 matmuls written, 2 run once compiled; and the time it saves."""
-    b0 = get(DEAD).defaults(device_kind())["B"]
-    controls = {
-        "B": ui.pow2_slider("rows B", 5, 11 if device_kind() == "cpu" else 13, b0),
-        "dtype": ui.dtype_choice("float32", DTYPES),
-    }
-
-    def render(v, progress):
-        data, ref, ref_stamp = _live_or_recorded(
-            "dead_code", lambda: measure_dead_code(v["B"], v["dtype"], progress=progress))
-        if ui.recorded_only():
-            return figure_dead_code(data, stamp=ref_stamp)
-        return figure_dead_code(data, ref, ref_stamp)
-
-    return _finish(ui.Panel("Dead-code elimination", controls, render), show)
-
-
-# ---------------------------------------------------------------------------------------
-# Deck plumbing: panels, record, warm
-# ---------------------------------------------------------------------------------------
-def _finish(panel: ui.Panel, show: bool):
-    if show:
-        panel.show()
-        return None
-    return panel
-
-
-def panels() -> dict[str, Callable[[], ui.Panel]]:
-    return {
-        "kernels": lambda: kernels(show=False),
-        "timeline": lambda: timeline(show=False),
-        "latency": lambda: latency(show=False),
-        "memory": lambda: memory(show=False),
-        "relayout": lambda: relayout(show=False),
-        "dead_code": lambda: dead_code(show=False),
-    }
-
-
-def record(rec: Record, quick: bool = False) -> Record:
-    """Store the default measurements of every panel in ``rec.sections['fusion']``."""
-    budget = 0.05 if quick else 0.5
-    sec: dict[str, Any] = {}
-    sec["kernels"] = measure_kernels(WORKLOAD)
-    sec["timeline"] = measure_timeline()
-    sec["latency"] = measure_latency(budget_s=budget)
-    sec["memory"] = measure_memory()
-    try:
-        sec["relayout"] = measure_relayout(budget_s=budget)
-    except DemoError as exc:
-        sec["relayout"] = {"error": str(exc)}
-    sec["dead_code"] = measure_dead_code(budget_s=budget)
-    rec.sections[SECTION] = sec
-    return rec
-
-
-def warm() -> None:
-    """Compile what the live cells use at their default sizes (fills .cache/): the four forms
-    of complex_activation at the panels' N and the workload default, mlp_dead_code, Inductor's
-    code and XLA's HLO for every workload of the kernels panel, the profiled timeline and the
-    relayout einsums."""
-    import torch  # noqa: F401
-
-    sizes = sorted({panel_n(), default_n()})
-    for dtype in DTYPES:
-        for b in BACKENDS:
-            try:
-                for n in sizes:
-                    prepare(WORKLOAD, b, {"N": n}, dtype).output_numpy()
-                prepare(DEAD, b, None, dtype).output_numpy()
-            except DemoError:
-                pass
-        for wname in COUNT_WORKLOADS:
-            codegen.workload_inductor_code(wname, dtype=dtype)
-            try:
-                codegen.workload_xla_code(wname, dtype=dtype)
-            except DemoError:
-                pass
-        codegen.workload_inductor_code(WORKLOAD, {"N": panel_n()}, dtype)
-        measure_timeline(panel_n(), dtype)
-    try:
-        measure_relayout(budget_s=0.01)
-    except DemoError:
-        pass
+dead_code = Demo(
+    "dead_code", "Dead-code elimination",
+    controls=lambda kind: [Pow2("B", get(DEAD).defaults(kind)["B"], label="rows B", lo=5,
+                                hi=11 if kind == "cpu" else 13),
+                           Choice("dtype", "float32", options=DTYPES)],
+    measure=measure_dead_code, figure=figure_dead_code,
+    record={"budget_s": 0.5}, record_quick={"budget_s": 0.05}, warm=[{"dtype": d} for d in DTYPES],
+)

@@ -5,26 +5,28 @@ registers (in float32 even when the tensors are bfloat16), while eager rounds ev
 intermediate tensor to the storage dtype. So the two outputs differ in the last bits — and
 the compiled one is often the *closer* to an exact float64 evaluation of the same inputs.
 
-``measure(workload, dtype)`` compares torch.compile with torch eager and jax.jit with JAX
-op-by-op, and every form with a float64 reference; ``figure(data)`` draws it.
+One live demo (:class:`demos.deck.demo.Demo`), ``numerics.live()``: ``measure_numerics``
+compares torch.compile with torch eager and jax.jit with JAX op-by-op, and every form with a
+float64 reference; ``figure_numerics`` draws it (with a table of the differences).
 """
 from __future__ import annotations
 
 import html
 from typing import Any
 
+from demos.deck.demo import Choice, Demo, Progress
 from demos.engine import plots
-
-from demos.deck import ui
 from demos.engine.devices import jax_or_none, require_torch
 from demos.engine.errors import DemoError
 from demos.engine.workloads import get, prepare, tolerance
+
+PART = 5
 
 WORKLOADS = ("complex_activation", "chain", "mlp_block", "two_matmuls")
 DTYPES = ("float32", "bfloat16")
 PAIRS = (("torch_compile", "torch_eager"), ("jax_jit", "jax_eager"))
 
-_CACHE: dict[tuple, dict[str, Any]] = {}
+_CACHE: dict[tuple, dict[str, Any]] = {}  # every (workload, dtype) measured: toggling back is instant
 
 
 def diff_stats(a, b, dtype: str) -> dict[str, float]:
@@ -54,8 +56,8 @@ def _float64_reference(w, prep_eager):
         return w.torch_fn(*args).numpy()
 
 
-def measure(workload: str = "chain", dtype: str = "bfloat16", params: dict | None = None,
-            use_cache: bool = True) -> dict[str, Any]:
+def measure_numerics(workload: str = "complex_activation", dtype: str = "bfloat16", params: dict | None = None,
+                     use_cache: bool = True, progress: Progress | None = None) -> dict[str, Any]:
     """Max abs / rel difference compiled vs eager (torch and JAX) and each form vs float64."""
     w = get(workload)
     if dtype not in DTYPES:
@@ -64,7 +66,9 @@ def measure(workload: str = "chain", dtype: str = "bfloat16", params: dict | Non
         raise unknown_name("dtype", dtype, DTYPES)
     key = (w.name, dtype, tuple(sorted((params or {}).items())))
     if use_cache and key in _CACHE:
-        return _CACHE[key]
+        return dict(_CACHE[key])
+    if progress:
+        progress(0.1, "running eager and compiled forms (compiles on first use)…")
     backends = ["torch_eager", "torch_compile"] + (["jax_eager", "jax_jit"] if jax_or_none() is not None else [])
     outs: dict[str, Any] = {}
     preps = {}
@@ -73,9 +77,10 @@ def measure(workload: str = "chain", dtype: str = "bfloat16", params: dict | Non
         preps[b] = p
         outs[b] = p.output_numpy()
     ref = _float64_reference(w, preps["torch_eager"])
+    sizes = ", ".join(f"{k}={v:,}" for k, v in preps["torch_eager"].params.items())
     data: dict[str, Any] = {
         "workload": w.name, "dtype": dtype, "params": preps["torch_eager"].params,
-        "tolerance": tolerance(dtype), "pairs": {}, "vs_float64": {},
+        "tolerance": tolerance(dtype), "pairs": {}, "vs_float64": {}, "extra": f"{w.name} {sizes}, {dtype}",
     }
     for a, b in PAIRS:
         if a in outs and b in outs:
@@ -83,31 +88,10 @@ def measure(workload: str = "chain", dtype: str = "bfloat16", params: dict | Non
     for b in backends:
         data["vs_float64"][b] = diff_stats(outs[b], ref, dtype)
     if outs["torch_eager"].size == 1:  # a scalar (a long reduction): show the values themselves
-        data["values"] = {b: float(outs[b].ravel()[0]) for b in backends}
-        data["values"]["float64"] = float(ref.ravel()[0])
+        data["scalars"] = {b: float(outs[b].ravel()[0]) for b in backends}
+        data["scalars"]["float64"] = float(ref.ravel()[0])
     _CACHE[key] = data
-    return data
-
-
-def measure_all(quick: bool = False) -> dict[str, Any]:
-    params = {}
-    out: dict[str, Any] = {}
-    for wname in WORKLOADS:
-        if quick:
-            w = get(wname)
-            params = {p.name: p.quick for p in w.params}
-        for dt in DTYPES:
-            try:
-                out[f"{wname}|{dt}"] = measure(wname, dt, params or None, use_cache=False)
-            except DemoError as exc:
-                out[f"{wname}|{dt}"] = {"error": str(exc)}
-    return out
-
-
-def warm() -> None:
-    for wname in WORKLOADS:
-        for dt in DTYPES:
-            measure(wname, dt)
+    return dict(data)
 
 
 def _pair_label(key: str) -> str:
@@ -115,10 +99,9 @@ def _pair_label(key: str) -> str:
     return f"{plots.label(a)} vs {plots.label(b)}"
 
 
-def figure(data: dict[str, Any], reference: dict[str, Any] | None = None, ref_stamp: str = "",
-           *, stamp: str | None = None, where: str = "Measured on"):
+def figure_numerics(data: dict[str, Any], reference: dict[str, Any] | None = None):
     """Left: compiled vs eager, as a share of the stated tolerance. Right: every form's error
-    against float64 (who is closer to the exact answer)."""
+    against float64 (who is closer to the exact answer). Returns (figure, table)."""
     fig, (a1, a2) = plots.figure(1, 2, size=(10.5, 4.1))  # 50 px shorter: its slide has a long title and two control rows
     pairs = list(data["pairs"].items())
     ys = list(range(len(pairs)))
@@ -136,7 +119,7 @@ def figure(data: dict[str, Any], reference: dict[str, Any] | None = None, ref_st
             if k in rp:
                 a1.plot([max(rp[k]["tol_used"], floor)], [y - 0.35], marker="v", color=plots.PALETTE["reference"],
                         ms=9, ls="none", label="recorded" if y == 0 else None)
-        a1.legend(loc="lower right", fontsize=9, title=ref_stamp[:40], title_fontsize=8)
+        a1.legend(loc="lower right", fontsize=9, title=reference.get("machine_short", "recorded"), title_fontsize=8)
     tol = data["tolerance"]
     a1.axvline(1.0, color="#b00020", ls="--", lw=1.5)
     a1.text(1.0, -0.45, f" tolerance\n rtol={tol['rtol']:g}\n atol={tol['atol']:g}",
@@ -156,7 +139,7 @@ def figure(data: dict[str, Any], reference: dict[str, Any] | None = None, ref_st
     a2.set_xscale("log")
     a2.set_xlabel("max |output − float64 result|")
     a2.set_title("distance from the exact answer", loc="left")
-    vals = data.get("values")
+    vals = data.get("scalars")
     for y, (b, s) in zip(y2, vs):
         txt = f" {s['max_abs']:.2g}"
         if vals:
@@ -165,9 +148,8 @@ def figure(data: dict[str, Any], reference: dict[str, Any] | None = None, ref_st
     if vals:
         a2.set_title(f"distance from float64 = {vals['float64']:,.8g}", loc="left", fontsize=13)
     a2.set_xlim(min(errs) / 3, max(errs) * 30)
-    sizes = ", ".join(f"{k}={v:,}" for k, v in data["params"].items())
-    plots.stamp(fig, stamp or plots.live_stamp(f"{data['workload']} {sizes}, {data['dtype']}"), where=where)
-    return fig
+    plots.stamp_figure(fig, data, reference)
+    return fig, table(data)
 
 
 def table(data: dict[str, Any]) -> str:
@@ -180,30 +162,10 @@ def table(data: dict[str, Any]) -> str:
     return f"<table class='jitdeck-table' style='font-size:15px'>{head}{''.join(rows)}</table>"
 
 
-def live(show: bool = True, workload: str = "complex_activation", dtype: str = "bfloat16"):
-    """Compiled vs eager outputs for a workload and dtype, against the stated tolerance."""
-    controls = {
-        "dtype": ui.toggle("dtype", list(DTYPES), dtype),
-        "workload": ui.choice("workload", list(WORKLOADS), workload),
-    }
-
-    def render(values, progress):
-        from demos.topics.recompilation import _reference_section
-
-        ref, ref_stamp = _reference_section()
-        key = f"{values['workload']}|{values['dtype']}"
-        refd = (ref or {}).get("numerics", {}).get(key)
-        if refd is not None and "error" in refd:
-            refd = None
-        if ui.recorded_only():
-            if refd is None:
-                raise DemoError(f"the recorded run has no numerics for {key}")
-            return figure(refd, stamp=ref_stamp, where="Recorded on"), table(refd)
-        progress(0.1, "running eager and compiled forms (compiles on first use)…")
-        data = measure(values["workload"], values["dtype"])
-        return figure(data, refd, ref_stamp), table(data)
-
-    panel = ui.Panel("Numerics: compiled vs eager", controls, render)
-    if show:
-        return panel.show()
-    return panel
+live = Demo(
+    "live", "Numerics: compiled vs eager",
+    controls=[Choice("dtype", "bfloat16", options=DTYPES, toggle=True),
+              Choice("workload", "complex_activation", options=WORKLOADS)],
+    measure=measure_numerics, figure=figure_numerics, match=("workload", "dtype"),
+    warm=[{"workload": w, "dtype": d} for w in WORKLOADS for d in DTYPES],
+)

@@ -1,18 +1,21 @@
-"""Part 5 — the bill: compile latency (cold vs warm cache), recompilation, numerics.
+"""Part 5 — the bill: compile latency (cold vs warm cache) and recompilation, counted.
 
-Measuring is split from drawing: ``measure_*`` return JSON-able dicts, ``figure_*`` draw
-them (a live run or a recorded one), and the live cells are ``ui.Panel``s:
+Three live demos, each declared once (:class:`demos.deck.demo.Demo`) from a ``measure_*``
+(JSON-able data) and a pure ``figure_*``:
 
 - ``compile_latency()``  first call vs steady state, cold cache vs warm cache, each in a fresh
   subprocess (so in-memory caches are cold too) with fresh temporary cache directories for
   Inductor/Triton/AOTAutograd and JAX; the break-even call count at the measured speedup.
+  A cold demo: the panel shows what ``make warm`` measured and measures again on Run.
 - ``recompile_live()``   a shape slider: every move is one call of a compiled step; the
   per-call latency timeline marks compile spikes, counts compiles and shows the reason of each
   recompile (the failed guard for torch, the cache-miss explanation for JAX). Auto-sweep walks a
-  sequence of lengths, redrawing as calls happen.
+  sequence of lengths, redrawing as calls happen; Reset starts the sessions afresh.
 - ``compare_modes()``    the same sweep under every mode: ``dynamic=False``, automatic dynamic
   shapes, ``mark_dynamic``, padding to buckets, eager; JAX ``jit`` per shape and bucketed.
-- numerics live in :mod:`demos.topics.numerics` (listed in :func:`panels` too).
+
+``verdict()`` writes the judgment slide's numbers from this session's measurements. Numerics
+are :mod:`demos.topics.numerics`.
 
 How compiles are counted (verified in torch 2.13 / JAX 0.10): torch — a counting backend that
 wraps Inductor's ``compile_fx`` (one call per compiled graph), recompile reasons from the
@@ -40,15 +43,15 @@ import uuid
 from dataclasses import asdict, dataclass
 from typing import Any, Callable
 
+from demos.deck.demo import Choice, Demo, Int, Progress, load_last
+from demos.deck.ui import Panel, recorded_only
 from demos.engine import plots
-
-from demos.deck import ui
 from demos.engine.devices import device_kind, require_jax, require_torch, set_threads, torch_device
 from demos.engine.errors import DemoError, one_line
 from demos.engine.timing import fmt_seconds, measure, sync_for
 
-TOPIC = "recompilation"
-_LAST: dict[str, Any] = {}  # the latest live measurements, for the judgment slide and tests
+PART = 5
+_LAST: dict[str, Any] = {}  # this session's latest measurements, for the judgment slide
 
 # ---------------------------------------------------------------------------------------
 # The step function whose input length changes from call to call (a sequence batch).
@@ -389,6 +392,7 @@ class Session:
             "limit_message": self.limit_message,
             "events": [asdict(e) for e in self.events],
             "summary": summarize(self.events),
+            "extra": _sizes_text({"B": self.B, "D": self.D}),
         }
 
 
@@ -407,7 +411,7 @@ def summarize(events: list[Event] | list[dict]) -> dict[str, Any]:
     }
 
 
-def run_sweep(mode: str, lengths: list[int], progress: ui.Progress | None = None,
+def run_sweep(mode: str, lengths: list[int], progress: Progress | None = None,
               session: Session | None = None, on_call: Callable[[Session], None] | None = None) -> Session:
     """Call a fresh session of ``mode`` once per length (clean state every time)."""
     s = session or Session(mode)
@@ -427,12 +431,15 @@ def available_modes() -> list[str]:
     return [m for m in MODES if not m.startswith("jax") or jax_or_none() is not None]
 
 
-def measure_modes(lengths: list[int] | None = None, modes: tuple[str, ...] | list[str] | None = None,
-                  progress: ui.Progress | None = None) -> dict[str, Any]:
-    """The same sweep of lengths under every mode: compiles, compile seconds, steady state, total."""
-    lengths = lengths or sweep_lengths()
+def measure_modes(distinct: int = 12, repeats: int | None = None, modes: tuple[str, ...] | list[str] | None = None,
+                  progress: Progress | None = None) -> dict[str, Any]:
+    """The same sweep (``sweep_lengths(distinct, repeats)``) under every mode: compiles,
+    compile seconds, steady state, total."""
+    lengths = sweep_lengths(int(distinct), repeats)
     modes = list(modes or available_modes())
-    out: dict[str, Any] = {"lengths": lengths, "sizes": sweep_defaults(), "modes": {}, "errors": {}}
+    sizes = sweep_defaults()
+    out: dict[str, Any] = {"lengths": lengths, "sizes": sizes, "modes": {}, "errors": {},
+                           "extra": f"{_sizes_text(sizes)}, {len(lengths)} calls"}
     for k, m in enumerate(modes):
         sub = (lambda f, msg, k=k: progress((k + f) / len(modes), msg)) if progress else None
         try:
@@ -442,7 +449,19 @@ def measure_modes(lengths: list[int] | None = None, modes: tuple[str, ...] | lis
         except Exception as exc:
             out["errors"][m] = one_line(exc)
     out["limit"] = recompile_limit()
+    _LAST["modes"] = out
     return out
+
+
+def measure_live(mode: str = "static", S: int | None = None, session: Session | None = None,
+                 progress: Progress | None = None) -> dict[str, Any]:
+    """The live panel's measurement. With a ``session`` (the panel's, kept across slider moves):
+    one call at length S. Without: a fresh session of ``mode`` over the sweep lengths, the
+    timeline the headless export, ``make record`` and a recorded run draw."""
+    if session is not None:
+        session.call(int(S))
+        return session.to_dict()
+    return run_sweep(check_mode(mode), sweep_lengths(), progress).to_dict()
 
 
 # ---------------------------------------------------------------------------------------
@@ -452,8 +471,9 @@ def _sizes_text(d: dict) -> str:
     return f"step on (B={d['B']}, S, D={d['D']}) float32"
 
 
-def figure_timeline(session: dict[str, Any], *, stamp: str | None = None, where: str = "Measured on"):
-    """Per-call latency with compile spikes marked, the compile counter and the last reasons."""
+def figure_timeline(session: dict[str, Any], reference: dict[str, Any] | None = None):
+    """Per-call latency with compile spikes marked, the compile counter and the last reasons;
+    a recorded run of the same mode as crosses over the bars."""
     evs = session["events"]
     fig, (ax, side) = plots.figure(1, 2, gridspec_kw={"width_ratios": [2.6, 1.0]})
     mode = session["mode"]
@@ -482,6 +502,12 @@ def figure_timeline(session: dict[str, Any], *, stamp: str | None = None, where:
     handles = [Patch(color=COMPILE_COLOR, label="call that compiled"), Patch(color=base, label="cached code")]
     if any(e["fallback"] for e in evs):
         handles.append(Patch(color=FALLBACK_COLOR, label="eager fallback"))
+    rev = (reference or {}).get("events") or []
+    if rev:
+        handles.append(ax.plot([e["i"] + 1 for e in rev], [max(e["seconds"], 1e-7) for e in rev], "x", ms=7,
+                               color=plots.PALETTE["reference"],
+                               label=f"recorded: {reference.get('machine_short', '')}")[0])
+        xs = xs + [e["i"] + 1 for e in rev]
     ax.legend(handles=handles, loc="upper right", fontsize=10)
     ax.set_title(mode_label(mode), loc="left")
     if xs:
@@ -499,8 +525,11 @@ def figure_timeline(session: dict[str, Any], *, stamp: str | None = None, where:
     if falls:
         text = f"limit {session.get('limit')} hit: {len(falls)} calls ran eager"
         lines += [f"#{falls[0]}…: {_wrap(text, 30)}"]
+    if rev:
+        rs = summarize(rev)
+        lines += ["", f"recorded: {rs['compiles']} compiles", f"in {rs['calls']} calls"]
     side.text(0.0, 0.52, "\n".join(lines), fontsize=9.5, va="top", family="monospace", transform=side.transAxes)
-    plots.stamp(fig, stamp or plots.live_stamp(_sizes_text(session)), where=where)
+    plots.stamp_figure(fig, session, reference)
     return fig
 
 
@@ -510,30 +539,7 @@ def _wrap(text: str, width: int) -> str:
     return "\n    ".join(textwrap.wrap(text, width)[:3]) or "—"
 
 
-def modes_table(data: dict[str, Any], reference: dict[str, Any] | None = None) -> str:
-    modes = data["modes"]
-    eager_total = modes.get("eager", {}).get("summary", {}).get("total_s")
-    rows = []
-    for m, d in modes.items():
-        s = d["summary"]
-        vs = f"{s['total_s'] / eager_total:.1f}×" if eager_total else "—"
-        ref = ""
-        if reference and m in reference.get("modes", {}):
-            ref = f"{reference['modes'][m]['summary']['compiles']}"
-        fb = f" ({s['fallback_calls']} eager)" if s["fallback_calls"] else ""
-        rows.append(
-            f"<tr><td>{html.escape(mode_label(m))}</td><td>{s['compiles']}{fb}</td>"
-            f"<td>{fmt_seconds(s['compile_s'])}</td><td>{fmt_seconds(s['steady_s'])}</td>"
-            f"<td>{fmt_seconds(s['total_s'])}</td><td>{vs}</td>"
-            + (f"<td>{ref}</td>" if reference else "") + "</tr>"
-        )
-    head = ("<tr><th>mode</th><th>compiles</th><th>compile time</th><th>steady call</th>"
-            "<th>sweep total</th><th>vs eager</th>" + ("<th>compiles (recorded)</th>" if reference else "") + "</tr>")
-    return (f"<table class='jitdeck-table' style='font-size:15px'>{head}{''.join(rows)}</table>")
-
-
-def figure_modes(data: dict[str, Any], reference: dict[str, Any] | None = None, ref_stamp: str = "",
-                 *, stamp: str | None = None, where: str = "Measured on"):
+def figure_modes(data: dict[str, Any], reference: dict[str, Any] | None = None):
     """Per mode over the same sweep: compiles (left) and total sweep time split compile/run (right)."""
     modes = list(data["modes"])
     fig, (a1, a2) = plots.figure(1, 2)
@@ -548,7 +554,7 @@ def figure_modes(data: dict[str, Any], reference: dict[str, Any] | None = None, 
     if reference:
         rc = [ref_modes.get(m, {}).get("summary", {}).get("compiles", 0) for m in modes]
         a1.barh([v - h / 2 for v in y], rc, height=h, color="none", edgecolor=plots.PALETTE["reference"],
-                hatch="//", label=f"recorded: {ref_stamp}"[:60])
+                hatch="//", label=f"recorded: {reference.get('machine_short', '')}")
         a1.legend(loc="lower right", fontsize=9)
     lim = data.get("limit")
     if lim:
@@ -574,7 +580,7 @@ def figure_modes(data: dict[str, Any], reference: dict[str, Any] | None = None, 
     a2.set_xlabel("total time of the sweep (s)")
     a2.set_xlim(0, max(tot + [1e-3]) * 1.9)
     a2.legend(loc="lower right", fontsize=10)
-    plots.stamp(fig, stamp or plots.live_stamp(_sizes_text(data["sizes"])), where=where)
+    plots.stamp_figure(fig, data, reference)
     return fig
 
 
@@ -689,7 +695,7 @@ def break_even(compile_s: float, eager_s: float, compiled_s: float) -> float:
 
 def measure_compile_latency(workload: str = "complex_activation", backends: tuple[str, ...] | None = None,
                             dtype: str = "float32", params: dict | None = None,
-                            progress: ui.Progress | None = None, budget_s: float = 0.3) -> dict[str, Any]:
+                            progress: Progress | None = None, budget_s: float = 0.3) -> dict[str, Any]:
     """Cold cache (fresh process, empty temporary cache dirs) then warm cache (fresh process, the
     caches the cold run just filled): first call, its split, steady state, break-even."""
     from demos.engine.devices import jax_or_none
@@ -700,7 +706,7 @@ def measure_compile_latency(workload: str = "complex_activation", backends: tupl
         backends = ("torch_compile", "jax_jit") if jax_or_none() is not None else ("torch_compile",)
     spec = {"workload": w.name, "backends": list(backends), "dtype": dtype, "params": params,
             "budget_s": budget_s}
-    result: dict[str, Any] = {"workload": w.name, "dtype": dtype, "backends": {}}
+    result: dict[str, Any] = {"workload": w.name, "dtype": dtype, "backends": {}, "params": params}
     with tempfile.TemporaryDirectory(prefix="jitdeck-cold-") as cache:
         if progress:
             progress(0.05, "cold: fresh process, empty caches — compiling from scratch…")
@@ -726,6 +732,9 @@ def measure_compile_latency(workload: str = "complex_activation", backends: tupl
             entry[k]["break_even_calls"] = break_even(cs, eager, steady)
         result["backends"][b] = entry
         result["params"] = c.get("params")
+    sizes = ", ".join(f"{k}={v:,}" for k, v in (result["params"] or {}).items())
+    result["extra"] = f"{w.name} {sizes}, {dtype}, fresh processes"
+    _LAST["compile_latency"] = result
     return result
 
 
@@ -736,8 +745,7 @@ def _fmt_calls(n: float) -> str:
     return f"{n:,} call" + ("s" if n != 1 else "")
 
 
-def figure_compile_latency(data: dict[str, Any], reference: dict[str, Any] | None = None, ref_stamp: str = "",
-                           *, stamp: str | None = None, where: str = "Measured on"):
+def figure_compile_latency(data: dict[str, Any], reference: dict[str, Any] | None = None):
     """One axis per framework: the first call with a cold cache and with a warm cache (split
     where the framework exposes it) beside one steady-state call; then the break-even calls."""
     backends = list(data["backends"].items())
@@ -781,7 +789,7 @@ def figure_compile_latency(data: dict[str, Any], reference: dict[str, Any] | Non
             if "error" not in e:
                 ref_lines.append(f"{plots.label(b)}: cold {fmt_seconds(e['cold']['first_s'])}, "
                                  f"pays after {_fmt_calls(e['cold']['break_even_calls'])}")
-        a2.text(0.0, -0.3, "recorded (" + ref_stamp[:36] + "):\n" + "\n".join(ref_lines), fontsize=8.5,
+        a2.text(-0.45, -0.3, f"recorded ({reference.get('machine_short', '')}):\n" + "\n".join(ref_lines), fontsize=8.5,
                 transform=a2.transAxes, va="top", color=plots.PALETTE["reference"])
     a2.set_xscale("log")
     a2.set_xlim(1, top * 100)
@@ -789,117 +797,64 @@ def figure_compile_latency(data: dict[str, Any], reference: dict[str, Any] | Non
     a2.invert_yaxis()
     a2.set_xlabel("calls to break even (log)")
     a2.set_title("compile repaid after…", loc="left")
-    params = data.get("params") or {}
-    sizes = ", ".join(f"{k}={v:,}" for k, v in params.items())
-    plots.stamp(fig, stamp or plots.live_stamp(f"{data['workload']} {sizes}, {data['dtype']}, fresh processes"),
-                where=where)
+    plots.stamp_figure(fig, data, reference)
     return fig
 
 
-def _lighter(hex_color: str, f: float = 0.45) -> str:
-    h = hex_color.lstrip("#")
-    r, g, b = (int(h[i:i + 2], 16) for i in (0, 2, 4))
-    return "#%02x%02x%02x" % tuple(int(c + (255 - c) * f) for c in (r, g, b))
-
-
-def latency_table(data: dict[str, Any]) -> str:
-    rows = []
-    for b, e in data["backends"].items():
-        if "error" in e:
-            rows.append(f"<tr><td>{plots.label(b)}</td><td colspan=5>{html.escape(e['error'])}</td></tr>")
-            continue
-        rows.append(
-            f"<tr><td>{plots.label(b)}</td><td>{fmt_seconds(e['cold']['first_s'])}</td>"
-            f"<td>{fmt_seconds(e['warm']['first_s'])}</td><td>{fmt_seconds(e['steady_s'])}</td>"
-            f"<td>{e['speedup']:.2f}×</td><td>{_fmt_calls(e['cold']['break_even_calls'])} / "
-            f"{_fmt_calls(e['warm']['break_even_calls'])}</td></tr>")
-    head = ("<tr><th></th><th>first call, cold</th><th>first call, warm cache</th><th>steady call</th>"
-            "<th>speedup vs eager</th><th>break-even cold / warm</th></tr>")
-    return f"<table class='jitdeck-table' style='font-size:15px'>{head}{''.join(rows)}</table>"
-
-
 # ---------------------------------------------------------------------------------------
-# Recorded runs
+# The live demos
 # ---------------------------------------------------------------------------------------
-def _reference_section() -> tuple[dict[str, Any] | None, str]:
-    from demos.engine.results import reference
-
-    try:
-        rec = reference()
-    except Exception:
-        return None, ""
-    if rec is None or TOPIC not in rec.sections:
-        return None, ""
-    return rec.sections[TOPIC], plots.machine_stamp(rec.machine, date=rec.created)
+compile_latency = Demo(
+    "compile_latency", "Compile latency: cold vs warm cache",
+    controls=[Choice("workload", "complex_activation", options=LATENCY_WORKLOADS)],
+    measure=measure_compile_latency, figure=figure_compile_latency, match=("workload",),
+    # a compile from scratch takes ~10–30 s on a CPU: the slide opens on `make warm`'s result
+    run_button=True, cold=True,
+)
 
 
-def record(rec, quick: bool = False) -> None:
-    """Store this part's default measurements in ``rec.sections['recompilation']``."""
-    from demos.topics import numerics
+class LivePanel(Panel):
+    """The recompilation panel: a shape slider that calls the step once per move (on the
+    mode's session, kept until Reset), plus Auto-sweep (a fresh session walks the sweep
+    lengths, redrawing as calls happen) and Reset. Headless, it draws a full sweep."""
 
-    lengths = sweep_lengths(6 if quick else 12)
-    sec: dict[str, Any] = {"modes": measure_modes(lengths)}
-    sec["compile_latency"] = measure_compile_latency("complex_activation")
-    sec["numerics"] = numerics.measure_all(quick=quick)
-    rec.sections[TOPIC] = sec
-
-
-def warm() -> None:
-    """Fill the persistent caches the live cells use (fresh functions hit the same FX-graph/
-    AOT/JAX caches, so live recompiles cost what a warm cache costs)."""
-    from demos.topics import numerics
-
-    measure_modes(sweep_lengths())
-    numerics.warm()
-
-
-# ---------------------------------------------------------------------------------------
-# Live panels
-# ---------------------------------------------------------------------------------------
-def compile_latency(show: bool = True, workload: str = "complex_activation"):
-    """Cold vs warm-cache compile, first call split, break-even (Run button: ~10–30 s on CPU)."""
-    controls = {"workload": ui.choice("workload", list(LATENCY_WORKLOADS), workload)}
-
-    def render(values, progress):
-        ref, ref_stamp = _reference_section()
-        if ui.recorded_only():
-            if ref is None or "compile_latency" not in ref:
-                raise DemoError("the recorded run has no compile-latency section")
-            data = ref["compile_latency"]
-            return figure_compile_latency(data, stamp=ref_stamp, where="Recorded on")
-        data = measure_compile_latency(values["workload"], progress=progress)
-        _LAST["compile_latency"] = data
-        refd = ref.get("compile_latency") if ref else None
-        # One figure per slide: the table (latency_table) would push the slide past 720 px.
-        return figure_compile_latency(data, refd, ref_stamp)
-
-    panel = ui.Panel("Compile latency: cold vs warm cache", controls, render, run_button=True)
-    if show:
-        return panel.show()
-    return panel
-
-
-class LivePanel(ui.Panel):
-    """The recompilation panel: a shape slider that calls the step once per move, plus
-    Auto-sweep (walks a sequence of lengths, redrawing as calls happen) and Reset."""
-
-    def __init__(self, mode: str = "static"):
-        d = sweep_defaults()
-        controls = {
-            "S": ui.int_slider("sequence length S", d["S_min"], d["S_max"], 64),
-            "mode": ui.choice("mode", [(MODE_SHORT[m], m) for m in available_modes()], mode),
-        }
-        super().__init__("Recompilation, live", controls, self._render)
+    def __init__(self, demo, specs):
+        super().__init__(demo, specs)
         self.sessions: dict[str, Session] = {}
         self.lengths = sweep_lengths()
         self._last_S: int | None = None
-        self._last_mode: str | None = None
+        self._full_sweep = False
 
-    # the shared session of a mode (fresh on first use and after Reset)
     def session(self, mode: str) -> Session:
+        """The mode's session (fresh on first use and after Reset)."""
         if mode not in self.sessions:
             self.sessions[mode] = Session(mode)
         return self.sessions[mode]
+
+    def _call(self, s: Session, S: int) -> dict[str, Any]:
+        return self.demo.measure(mode=s.mode, S=S, session=s)
+
+    def _figure(self, data: dict[str, Any]):
+        data.setdefault("stamp", plots.live_stamp(data["extra"]))
+        return figure_timeline(data, self.demo.reference(self.values()))
+
+    def render_fn(self, values, progress):
+        if self._full_sweep or recorded_only():
+            return self.demo.render(values, progress)
+        s = self.session(check_mode(values["mode"]))
+        S = int(values["S"])
+        # one call per slider move (a mode switch shows that mode's session as it stands)
+        data = self._call(s, S) if S != self._last_S or not s.events else s.to_dict()
+        self._last_S = S
+        return self._figure(data)
+
+    def render_static(self) -> None:
+        """Headless: the default mode's full sweep (or the recorded one), not a single call."""
+        self._full_sweep = True
+        try:
+            super().render_static()
+        finally:
+            self._full_sweep = False
 
     def reset(self) -> None:
         self.sessions.clear()
@@ -907,70 +862,49 @@ class LivePanel(ui.Panel):
         if self._built:
             self.update()
 
-    def _render(self, values, progress):
-        mode = check_mode(values["mode"])
-        S = int(values["S"])
-        s = self.session(mode)
-        if ui.recorded_only():
-            ref, stamp = _reference_section()
-            if ref is None:
-                raise DemoError("the recorded run has no recompilation section")
-            rec = ref["modes"]["modes"].get(mode)
-            if rec is None:
-                raise DemoError(f"the recorded run has no sweep for mode {mode!r}")
-            return figure_timeline(rec, stamp=stamp, where="Recorded on")
-        # one call per slider move (a mode switch shows that mode's session as it stands)
-        if S != self._last_S or not s.events:
-            s.call(S)
-        self._last_S, self._last_mode = S, mode
-        return figure_timeline(s.to_dict())
-
     def sweep(self, lengths: list[int] | None = None, redraw_s: float = 0.5) -> Session:
-        """Auto-sweep: call the current mode once per length (a fresh session), redrawing the
+        """Auto-sweep: call the current mode once per length on a fresh session, redrawing the
         timeline as calls happen (at most every ``redraw_s`` seconds, and at the end)."""
         mode = self.values()["mode"]
         self.sessions.pop(mode, None)
-        s = self.session(mode)
         lengths = lengths or self.lengths
         self.last_error = None
         last_draw = time.perf_counter()
+        s = None
         try:
+            s = self.session(mode)
             for k, S in enumerate(lengths):
-                s.call(S)
-                self.progress((k + 1) / len(lengths), f"call {k + 1}/{len(lengths)}: S={S} · "
-                                                      f"{s.compiles} compiles")
-                now = time.perf_counter()
-                if self._built and (now - last_draw >= redraw_s or k == len(lengths) - 1):
-                    self._show(figure_timeline(s.to_dict()))
+                data = self._call(s, S)
+                self.progress((k + 1) / len(lengths), f"call {k + 1}/{len(lengths)}: S={S} · {s.compiles} compiles")
+                if time.perf_counter() - last_draw >= redraw_s or k == len(lengths) - 1:
+                    self._draw(self._figure(data))
                     last_draw = time.perf_counter()
-        except Exception as exc:
+        except Exception as exc:  # one line, the panel survives
             self.last_error = one_line(exc)
         if self._built:
             self.progress_bar.layout.visibility = "hidden"
             self.status.value = (f"<span style='color:#b00020'>⚠ {html.escape(self.last_error)}</span>"
                                  if self.last_error else f"sweep done: {s.compiles} compiles")
-        else:
-            self.last_png = plots.to_png(figure_timeline(s.to_dict()))
-            self.renders += 1
         self._last_S = lengths[-1] if lengths else None
-        self._last_mode = mode
         return s
 
-    def _show(self, fig) -> None:
-        from IPython.display import clear_output, display
-
-        png = plots.to_png(fig)
-        self.last_png = png
+    def _draw(self, fig) -> None:
+        """Redraw in place mid-sweep (the base panel redraws only when a measurement ends)."""
+        self.last_png = plots.to_png(fig)
         self.renders += 1
-        with self.out:
-            clear_output(wait=True)
-            display(ui._png_display(png))
+        if self._built:
+            from IPython.display import Image, clear_output, display
+
+            with self.out:
+                clear_output(wait=True)
+                display(Image(data=self.last_png, format="png"))
 
     def _build(self) -> None:
         if self._built:
             return
         super()._build()
-        w = ui._widgets()
+        import ipywidgets as w
+
         self.sweep_button = w.Button(description="Auto-sweep", button_style="warning", icon="forward",
                                      layout=w.Layout(width="130px"))
         self.sweep_button.on_click(lambda _b: self.sweep())
@@ -979,58 +913,45 @@ class LivePanel(ui.Panel):
         row = self.widget.children[0]
         row.children = tuple(row.children) + (self.sweep_button, self.reset_button)
 
-    def render_static(self) -> None:
-        """Headless: the default mode's full sweep (a recorded one when asked to)."""
-        from IPython.display import display
 
-        if not ui.recorded_only():
-            try:
-                self.sweep()
-            except Exception as exc:  # pragma: no cover - sweep catches its own
-                self.last_error = one_line(exc)
-            if self.last_error:
-                print(f"⚠ {self.last_error}")
-                return super().render_static()
-            display(ui._png_display(self.last_png))
-            return None
-        return super().render_static()
+def _live_controls(kind: str) -> list:
+    d = sweep_defaults(kind)
+    return [Int("S", 64, label="sequence length S", lo=d["S_min"], hi=d["S_max"], view=True),
+            Choice("mode", "static", options=[(MODE_SHORT[m], m) for m in available_modes()])]
 
 
-def recompile_live(show: bool = True, mode: str = "static"):
-    panel = LivePanel(mode)
-    if show:
-        return panel.show()
-    return panel
+def _warm_live() -> None:
+    """The first call of every mode at the slider's default length (the sweep lengths are
+    warmed by compare_modes): the persistent caches make the slide's first compile quick."""
+    S = _live_controls(device_kind())[0].default
+    for m in available_modes():
+        run_sweep(m, [S])
 
 
-def compare_modes(show: bool = True, distinct: int = 12):
-    """The same sweep under every mode, side by side (Run button: ~20–40 s on CPU)."""
-    d = sweep_defaults()
-    controls = {"distinct": ui.int_slider("distinct lengths", 2, 24, distinct)}
+recompile_live = Demo(
+    "recompile_live", "Recompilation, live",
+    # S: each move is one call on the panel's session; for a recorded/headless run it only
+    # names the slider (the measurement is the mode's full sweep)
+    controls=_live_controls, measure=measure_live, figure=figure_timeline, match=("mode",),
+    panel_class=LivePanel, warm=_warm_live,
+)
 
-    def render(values, progress):
-        ref, ref_stamp = _reference_section()
-        refm = ref.get("modes") if ref else None
-        if ui.recorded_only():
-            if refm is None:
-                raise DemoError("the recorded run has no recompilation section")
-            return figure_modes(refm, stamp=ref_stamp, where="Recorded on")
-        lengths = sweep_lengths(int(values["distinct"]))
-        data = measure_modes(lengths, progress=progress)
-        _LAST["modes"] = data
-        # the per-mode table is in the figure (one figure per slide; modes_table() for notes/exports)
-        return figure_modes(data, refm, ref_stamp)
-
-    panel = ui.Panel("Every mode on the same sweep", controls, render, run_button=True,
-                     defaults={"B": d["B"], "D": d["D"]})
-    if show:
-        return panel.show()
-    return panel
+compare_modes = Demo(
+    "compare_modes", "Every mode on the same sweep",
+    controls=[Int("distinct", 12, label="distinct lengths", lo=2, hi=24)],
+    measure=measure_modes, figure=figure_modes, match=("distinct",), run_button=True,
+    record_quick={"distinct": 6},
+)
 
 
+# ---------------------------------------------------------------------------------------
+# The judgment slide
+# ---------------------------------------------------------------------------------------
 def verdict_text(latency: dict[str, Any] | None = None, modes: dict[str, Any] | None = None) -> str:
-    """The judgment slide's numbers, from this session's measurements (one short HTML block)."""
-    latency = latency or _LAST.get("compile_latency")
+    """The judgment slide's numbers, from this session's measurements (one short HTML block):
+    the latest compile-latency run (else the one `make warm` kept for its slide) and the
+    latest every-mode sweep."""
+    latency = latency or _LAST.get("compile_latency") or load_last(compile_latency)
     modes = modes or _LAST.get("modes")
     lines = []
     if latency:
@@ -1040,16 +961,16 @@ def verdict_text(latency: dict[str, Any] | None = None, modes: dict[str, Any] | 
             lines.append(f"{plots.label(b)} on {latency['workload']}: {e['speedup']:.2f}× vs eager; compile repaid after "
                          f"{_fmt_calls(e['cold']['break_even_calls'])} (cold cache), "
                          f"{_fmt_calls(e['warm']['break_even_calls'])} (warm cache)")
-    if modes and "eager" in modes["modes"]:
+    if modes and modes["modes"].get("eager", {}).get("summary", {}).get("total_s"):
         eager = modes["modes"]["eager"]["summary"]["total_s"]
         for m in ("static", "auto", "bucket", "jax_jit"):
             if m in modes["modes"]:
                 s = modes["modes"][m]["summary"]
                 lines.append(f"{MODE_SHORT[m]}: {s['compiles']} compiles, sweep took "
-                             f"{s['total_s'] / eager:,.1f}× eager's time" if eager > 0 else "")
+                             f"{s['total_s'] / eager:,.1f}× eager's time")
     if not lines:
         return "<p>Run the compile-latency and every-mode cells above to fill this in.</p>"
-    items = "".join(f"<li>{html.escape(x)}</li>" for x in lines if x)
+    items = "".join(f"<li>{html.escape(x)}</li>" for x in lines)
     return f"<ul class='jitdeck-verdict' style='font-size:18px'>{items}</ul>"
 
 
@@ -1058,21 +979,6 @@ def verdict() -> None:
     from IPython.display import HTML, display
 
     display(HTML(verdict_text() + f"<p style='font-size:12px;color:#555'>{html.escape(plots.live_stamp())}</p>"))
-
-
-def numerics_panel(show: bool = True, **kw):
-    from demos.topics import numerics
-
-    return numerics.live(show=show, **kw)
-
-
-def panels() -> dict[str, Callable[[], ui.Panel]]:
-    return {
-        "recompile_live": lambda: recompile_live(show=False),
-        "numerics": lambda: numerics_panel(show=False),
-        "compare_modes": lambda: compare_modes(show=False),
-        "compile_latency": lambda: compile_latency(show=False),
-    }
 
 
 def _main(argv: list[str]) -> int:

@@ -1,82 +1,73 @@
 """Part 3 — when compilation pays, and the roofline that explains why.
 
-Measuring is split from drawing: ``measure_*`` return JSON-able dicts, ``figure_*`` draw them
-(a live run or one recorded on another machine), and the live cells are ``ui.Panel``s:
+Four live demos, each declared once (:class:`demos.deck.demo.Demo`) from a ``measure_*``
+(JSON-able data) and a pure ``figure_*``:
 
-- ``payoff()``     three workloads (two_matmuls, chain, mlp_block) in torch eager,
-  torch.compile and jax.jit: median latency with p10–p90 whiskers and speedup labels, the
-  seed's published A100 numbers written beside each group.
-- ``roofline()``   this machine's roofline (copy bandwidth, best GEMM FLOP/s per dtype,
-  measured once per process and storable in a results record; the spec-sheet roofline dashed
-  on a known GPU) with the selected workload's eager and compiled points.
-- ``predicted()``  for each point: the roofline's prediction max(FLOPs ÷ peak, bytes ÷
-  bandwidth) beside the measured time, the ratio, and why they differ.
-- ``overheads()``  torch.compile ``mode="reduce-overhead"`` (CUDA graphs) vs the default mode
-  at small sizes; on a CPU there are no launches to replay and the curves coincide.
+``payoff()``     three workloads (two_matmuls, chain, mlp_block) in torch eager, torch.compile
+                 and jax.jit: median latency with p10–p90 whiskers and speedups, the seed's
+                 published A100 numbers beside each group. A slider re-measures only the
+                 workloads it changes.
+``roofline()``   this machine's roofline (copy bandwidth, best GEMM FLOP/s per dtype; the
+                 spec-sheet roofline dashed on a known GPU) with one workload's eager and
+                 compiled points.
+``predicted()``  for each point: the roofline's prediction max(FLOPs ÷ peak, bytes ÷ bandwidth)
+                 beside the measured time, the ratio, and why they differ.
+``overheads()``  torch.compile ``mode="reduce-overhead"`` (CUDA graphs) vs the default mode at
+                 small sizes; on a CPU there are no launches to replay and the curves coincide.
 
-Cost model (from :mod:`demos.engine.workloads`): eager forms pay every op's reads and writes
-(``fused=False``); compiled forms (torch.compile, jax.jit) read inputs once and write outputs
-once (``fused=True``). Peaks are "best-decile" throughputs (bytes or FLOPs ÷ the 10th-percentile
-time): contention on a shared machine only ever slows a run down, so the fast decile is the
-steadier estimate of what the hardware can do. Latencies shown for workloads are medians.
+Cost model (:mod:`demos.engine.workloads`): eager forms pay every op's reads and writes, compiled
+forms (torch.compile, jax.jit) read inputs once and write outputs once. Peaks are best-decile
+throughputs (bytes or FLOPs ÷ the 10th-percentile time): contention on a shared machine only
+ever slows a run down. They are measured once per process and stored inside every measurement
+that uses them, so a recorded run carries its own machine's roofs. Workload latencies are medians.
 
-The torch.compile forms here compile *fresh copies* of the workload functions (their own code
-objects), so this part's size sliders never spend another part's Dynamo recompile budget and
-vice versa; the persistent Inductor cache is shared, so ``warm()`` still pays off.
+The torch.compile forms compile *fresh copies* of the workload functions (their own code
+objects), so this part's size sliders never spend another part's Dynamo recompile budget; the
+persistent Inductor cache is shared, so ``make warm`` still pays off.
 """
 from __future__ import annotations
 
-import html
 import math
 import types
 from typing import Any, Callable
 
+from demos.deck.demo import Choice, Demo, Pow2, Progress
 from demos.engine import plots
-
-from demos.deck import ui
-from demos.engine.devices import device_kind, device_name, dtype_supported, jax_backend, jax_or_none, require_torch, \
-    set_threads, torch_device
-from demos.engine.errors import DemoError, is_oom, release_memory
+from demos.engine.devices import device_kind, device_name, dtype_supported, jax_backend, jax_or_none, \
+    require_torch, set_threads, torch_device
+from demos.engine.errors import DemoError, is_oom, release_memory, unknown_name
 from demos.engine.timing import first_call, fmt_seconds, measure, sync_jax, sync_torch
 from demos.engine.workloads import available, get as get_workload, prepare
 
-TOPIC = "roofline"
+PART = 3
+
 PAYOFF_WORKLOADS = ("two_matmuls", "chain", "mlp_block")
 ROOF_WORKLOADS = ("chain", "two_matmuls", "mlp_block", "complex_activation")
 BACKENDS3 = ("torch_eager", "torch_compile", "jax_jit")
 FUSED = frozenset({"torch_compile", "jax_jit"})
 DTYPES = ("float32", "bfloat16")
-TICKS = {"torch_eager": "eager", "torch_compile": "compile", "jax_jit": "jax.jit", "jax_eager": "jax op-by-op"}
-MARKERS = {"torch_eager": "o", "torch_compile": "s", "jax_jit": "D", "jax_eager": "v"}
+TICKS = {"torch_eager": "eager", "torch_compile": "compile", "jax_jit": "jax.jit"}
+MARKERS = {"torch_eager": "o", "torch_compile": "s", "jax_jit": "D"}
+WARM_SCALES = (0.25, 0.5, 1.0, 2.0)  # the size control's neighbours of the default, compiled by `make warm`
 
-# ---------------------------------------------------------------------------------------
-# What the seeds published (cited on the slides and drawn beside the live numbers)
-# ---------------------------------------------------------------------------------------
-SEED_SOURCE = ("seed lecture notebook 003 ('PyTorch and JAX'), float32 on an A100 "
-               "(its Triton metadata: compute capability 8.0, 108 SMs)")
-SEED = {
-    "two_matmuls": {"shape": "X 256×1024, A 1024×2048, B 2048×1024",
-                    "torch_eager": 183e-6, "torch_compile": 214e-6, "jax_jit": 205e-6},
-    "chain": {"shape": "N = 10,000,000",
-              "torch_eager": 549e-6, "torch_compile": 81.9e-6, "jax_jit": 124e-6},
-    "mlp_block": {"shape": "B,S,D,H = 256,1024,512,2048 (torch with TF32 matmuls)",
-                  "torch_eager": 22.5e-3, "torch_compile": 14.4e-3, "jax_jit": 14.8e-3},
-}
+# What the seed published (seed lecture notebook 003 'PyTorch and JAX', float32 on an A100: its
+# Triton metadata says compute capability 8.0, 108 SMs), drawn beside the live numbers. Shapes:
+# two_matmuls X 256×1024, A 1024×2048, B 2048×1024; chain N = 10,000,000; mlp_block
+# B,S,D,H = 256,1024,512,2048 (torch with TF32 matmuls).
+SEED = {"two_matmuls": {"torch_eager": 183e-6, "torch_compile": 214e-6, "jax_jit": 205e-6},
+        "chain": {"torch_eager": 549e-6, "torch_compile": 81.9e-6, "jax_jit": 124e-6},
+        "mlp_block": {"torch_eager": 22.5e-3, "torch_compile": 14.4e-3, "jax_jit": 14.8e-3}}
 
-# Spec-sheet peaks (dense: no structured sparsity). FP32 is the non-tensor-core rate, which is
-# what full-precision fp32 matmuls get (the deck disables TF32 in both frameworks).
-SPEC_SHEETS: tuple[dict[str, Any], ...] = (
-    {"name": "H200 SXM", "match": ("h200",), "bandwidth": 4.8e12,
-     "float32": 67e12, "bfloat16": 989e12, "float16": 989e12, "source": "NVIDIA H200 datasheet"},
-    {"name": "H100 PCIe", "match": ("h100", "pcie"), "bandwidth": 2.0e12,
-     "float32": 51e12, "bfloat16": 756e12, "float16": 756e12, "source": "NVIDIA H100 datasheet"},
-    {"name": "H100 SXM", "match": ("h100",), "bandwidth": 3.35e12,
-     "float32": 67e12, "bfloat16": 989e12, "float16": 989e12, "source": "NVIDIA H100 datasheet"},
-    {"name": "A100 40GB", "match": ("a100", "40gb"), "bandwidth": 1.555e12,
-     "float32": 19.5e12, "bfloat16": 312e12, "float16": 312e12, "source": "NVIDIA A100 datasheet"},
-    {"name": "A100 80GB SXM", "match": ("a100",), "bandwidth": 2.039e12,
-     "float32": 19.5e12, "bfloat16": 312e12, "float16": 312e12, "source": "NVIDIA A100 datasheet"},
-)
+# Spec-sheet peaks (NVIDIA H200/H100/A100 datasheets; dense, no structured sparsity). FP32 is the
+# non-tensor-core rate, which full-precision fp32 matmuls get (the deck disables TF32 in both
+# frameworks). Rows: name, keywords all found in the device name, bandwidth, fp32, bf16 (= fp16).
+SPEC_SHEETS: tuple[dict[str, Any], ...] = tuple(
+    {"name": n, "match": m, "bandwidth": bw, "float32": f32, "bfloat16": b16, "float16": b16}
+    for n, m, bw, f32, b16 in (("H200 SXM", ("h200",), 4.8e12, 67e12, 989e12),
+                               ("H100 PCIe", ("h100", "pcie"), 2.0e12, 51e12, 756e12),
+                               ("H100 SXM", ("h100",), 3.35e12, 67e12, 989e12),
+                               ("A100 40GB", ("a100", "40gb"), 1.555e12, 19.5e12, 312e12),
+                               ("A100 80GB SXM", ("a100",), 2.039e12, 19.5e12, 312e12)))
 
 
 def spec_sheet(name: str | None) -> dict[str, Any] | None:
@@ -89,9 +80,9 @@ def spec_sheet(name: str | None) -> dict[str, Any] | None:
     return None
 
 
-# ---------------------------------------------------------------------------------------
+# =======================================================================================
 # The roofline model
-# ---------------------------------------------------------------------------------------
+# =======================================================================================
 def is_fused(backend: str) -> bool:
     """Compiled forms are costed as fused (intermediates never touch memory)."""
     return backend in FUSED
@@ -116,9 +107,7 @@ def predict(flops: float, nbytes: float, peak_flops: float, bandwidth: float) ->
 def cost(workload: str, params: dict, dtype: str, backend: str) -> dict[str, float]:
     """Analytic FLOPs, bytes and intensity of one form (fused for compiled backends)."""
     w = get_workload(workload)
-    fused = is_fused(backend)
-    flops = w.flops(params, fused)
-    nbytes = w.bytes(params, dtype, fused)
+    flops, nbytes = w.flops(params, is_fused(backend)), w.bytes(params, dtype, is_fused(backend))
     return {"flops": flops, "bytes": nbytes, "intensity": flops / nbytes}
 
 
@@ -126,8 +115,7 @@ def make_point(workload: str, backend: str, params: dict, dtype: str, timing: di
                peaks: dict[str, Any]) -> dict[str, Any]:
     """A roofline point: cost, measured time, achieved FLOP/s, the prediction and the ratio."""
     c = cost(workload, params, dtype, backend)
-    pk, bw = peak_flops(peaks, dtype), peaks["bandwidth"]["bytes_per_s"]
-    pred, bound = predict(c["flops"], c["bytes"], pk, bw)
+    pred, bound = predict(c["flops"], c["bytes"], peak_flops(peaks, dtype), peaks["bandwidth"]["bytes_per_s"])
     pt: dict[str, Any] = {"workload": workload, "backend": backend, "params": dict(params), "dtype": dtype,
                           **c, "predicted_s": pred, "bound": bound}
     pt.update({k: timing.get(k) for k in ("median_s", "p10_s", "p90_s", "n", "first_s", "error")})
@@ -160,9 +148,9 @@ def explain(pt: dict[str, Any]) -> str:
     return "below both roofs"
 
 
-# ---------------------------------------------------------------------------------------
-# Peaks measured on this machine (cached in-process; storable in a results record)
-# ---------------------------------------------------------------------------------------
+# =======================================================================================
+# This machine's peaks (measured once per process; every measurement stores the ones it used)
+# =======================================================================================
 _PEAKS: dict[str, dict[str, Any]] = {}
 
 
@@ -241,18 +229,17 @@ def measure_gemm(dtype: str = "float32", n: int | None = None, budget_s: float =
 
 
 def measure_peaks(dtypes: tuple[str, ...] | list[str] = ("float32",), budget_s: float = 0.3,
-                  progress: ui.Progress | None = None) -> dict[str, Any]:
+                  progress: Progress | None = None) -> dict[str, Any]:
     """This machine's roofs: copy bandwidth and a GEMM peak per dtype."""
     from demos.engine.results import now_iso
 
+    progress = progress or (lambda f, m="": None)
     out: dict[str, Any] = {"device": torch_device(), "device_name": device_name(), "created": now_iso(),
                            "compute": {}}
-    if progress:
-        progress(0.05, "measuring copy bandwidth…")
+    progress(0.05, "measuring copy bandwidth…")
     out["bandwidth"] = measure_bandwidth(budget_s=budget_s)
     for i, dt in enumerate(dtypes):
-        if progress:
-            progress(0.3 + 0.6 * i / max(len(dtypes), 1), f"measuring {dt} GEMM peak…")
+        progress(0.3 + 0.6 * i / max(len(dtypes), 1), f"measuring {dt} GEMM peak…")
         out["compute"][dt] = measure_gemm(dt, budget_s=budget_s)
     return out
 
@@ -264,28 +251,13 @@ def peak_flops(pk: dict[str, Any], dtype: str) -> float:
         raise DemoError(f"no {dtype} GEMM peak measured for {pk.get('device_name', 'this device')}") from None
 
 
-def _recorded_peaks() -> dict[str, Any] | None:
-    """Peaks stored in the reference record when it was made on this very device."""
-    ref, _ = reference_section()
-    pk = (ref or {}).get("peaks")
-    if pk and pk.get("device_name") == device_name() and pk.get("device") == torch_device():
-        return pk
-    return None
-
-
 def peaks(dtypes: tuple[str, ...] | list[str] = ("float32",), refresh: bool = False,
-          progress: ui.Progress | None = None) -> dict[str, Any]:
-    """Peaks for this device, measured once per process (or taken from a record of this device)."""
+          progress: Progress | None = None) -> dict[str, Any]:
+    """Peaks for this device, measured once per process (shared by the roofline and predicted demos)."""
     key = torch_device()
-    if refresh:
-        _PEAKS.pop(key, None)
-    cached = _PEAKS.get(key)
-    if cached is None and not refresh:
-        rec = _recorded_peaks()
-        if rec is not None:
-            cached = _PEAKS[key] = {**rec, "compute": dict(rec["compute"]), "from_record": True}
-    if cached is None:
-        cached = _PEAKS[key] = measure_peaks(dtypes, progress=progress)
+    if refresh or key not in _PEAKS:
+        _PEAKS[key] = measure_peaks(dtypes, progress=progress)
+    cached = _PEAKS[key]
     for dt in dtypes:
         if dt not in cached["compute"]:
             if progress:
@@ -298,10 +270,17 @@ def clear_peaks() -> None:
     _PEAKS.clear()
 
 
-# ---------------------------------------------------------------------------------------
+def _peaks_for(pk: dict[str, Any], dtype: str) -> dict[str, Any]:
+    """A JSON-able copy of the peaks with just the dtype a figure needs (stored in the measurement)."""
+    return {"device": pk["device"], "device_name": pk["device_name"], "created": pk.get("created", ""),
+            "bandwidth": dict(pk["bandwidth"]), "compute": {dtype: dict(pk["compute"][dtype])}}
+
+
+# =======================================================================================
 # Running the workloads (fresh compiled copies: this part's own Dynamo cache)
-# ---------------------------------------------------------------------------------------
+# =======================================================================================
 _COMPILED: dict[tuple[str, str | None], Callable] = {}
+_SEEN: set[tuple] = set()
 
 
 def fresh_copy(fn: Callable, tag: str) -> Callable:
@@ -366,9 +345,6 @@ def measure_one(workload: str, backend: str, params: dict, dtype: str = "float32
     return {"median_s": t.median, "p10_s": t.p10, "p90_s": t.p90, "n": t.n, "first_s": first, "params": p}
 
 
-_SEEN: set[tuple] = set()
-
-
 def _unavailable(backend: str) -> str | None:
     if not available(backend):
         return "JAX is not installed here"
@@ -377,10 +353,13 @@ def _unavailable(backend: str) -> str | None:
     return None
 
 
+def _timed(workload: str, backend: str, params: dict, dtype: str, budget_s: float) -> dict[str, Any]:
+    why = _unavailable(backend)
+    return {"error": why} if why else measure_one(workload, backend, params, dtype, budget_s)
+
+
 def check_dtype_here(dtype: str) -> str:
     if dtype not in DTYPES:
-        from demos.engine.errors import unknown_name
-
         raise unknown_name("dtype", dtype, DTYPES)
     ok, why = dtype_supported(dtype)
     if not ok:
@@ -392,9 +371,25 @@ def dtype_options() -> list[str]:
     return [d for d in DTYPES if dtype_supported(d)[0]]
 
 
-# ---------------------------------------------------------------------------------------
+def _compile(workloads, size_sets, backends=BACKENDS3, mode: str | None = None) -> None:
+    """`make warm`: call every form once at each set of sizes, in every dtype here (compiles)."""
+    done = set()
+    for dt in dtype_options():
+        for sizes in size_sets:
+            for w in workloads:
+                params = get_workload(w).resolve(workload_params(w, sizes))
+                if (w, tuple(sorted(params.items())), dt) in done:
+                    continue
+                done.add((w, tuple(sorted(params.items())), dt))
+                for b in backends:
+                    if _unavailable(b) is None:
+                        fn, sync, _ = runner(w, b, params, dt, mode)
+                        sync(fn())
+
+
+# =======================================================================================
 # Sizes
-# ---------------------------------------------------------------------------------------
+# =======================================================================================
 def payoff_defaults(kind: str | None = None) -> dict[str, int]:
     """Panel sizes: N (chain length), T (rows of X / tokens B·S), D (model dim), H (hidden)."""
     if (kind or device_kind()) == "gpu":
@@ -434,41 +429,74 @@ def _pow(v: int) -> str:
     return f"{v:,}"
 
 
-# ---------------------------------------------------------------------------------------
+def _dtype_control() -> Choice:
+    return Choice("dtype", "float32", options=dtype_options())
+
+
+def _lean(ax, which: str = "xy") -> None:
+    """Fewer tick objects (matplotlib builds each one slowly): no minor ticks, ≤ 6 major ones.
+    Keeps a redraw well inside the deck's 0.5 s budget on a 2-core CPU."""
+    from matplotlib.ticker import LogLocator, MaxNLocator, NullLocator
+
+    for axis in [a for n, a in (("x", ax.xaxis), ("y", ax.yaxis)) if n in which]:
+        if axis.get_scale() == "log":
+            axis.set_major_locator(LogLocator(base=axis._scale.base if hasattr(axis, "_scale") else 10,
+                                              numticks=7))
+        else:
+            axis.set_major_locator(MaxNLocator(5))
+        axis.set_minor_locator(NullLocator())
+
+
+def _fmt_rate(x: float, unit: str) -> str:
+    for f, p in ((1e12, "T"), (1e9, "G"), (1e6, "M")):
+        if x >= f:
+            return f"{x / f:.3g} {p}{unit}"
+    return f"{x:.3g} {unit}"
+
+
+def _wrap_words(text: str, width: int) -> str:
+    import textwrap
+
+    return "\n".join(textwrap.wrap(text, width)) or text
+
+
+def _ref_name(reference: dict[str, Any]) -> str:
+    return reference.get("machine_short") or "recorded"
+
+
+# =======================================================================================
 # 1. Three workloads, three outcomes
-# ---------------------------------------------------------------------------------------
-def measure_payoff(sizes: dict[str, int] | None = None, dtype: str = "float32", budget_s: float = 0.05,
-                   backends: tuple[str, ...] = BACKENDS3, workloads: tuple[str, ...] = PAYOFF_WORKLOADS,
-                   previous: dict[str, Any] | None = None, progress: ui.Progress | None = None) -> dict[str, Any]:
-    """Latency of each workload × backend. Workloads whose sizes and dtype equal ``previous``'s
-    are taken from it (a slider re-measures only what it changes)."""
+# =======================================================================================
+_PAYOFF_LAST: dict[str, tuple] = {}  # workload -> (what it was measured at, its measurement)
+
+
+def measure_payoff(N: int | None = None, T: int | None = None, D: int | None = None, H: int | None = None,
+                   dtype: str = "float32", budget_s: float = 0.05, backends: tuple[str, ...] = BACKENDS3,
+                   workloads: tuple[str, ...] = PAYOFF_WORKLOADS, progress: Progress | None = None) -> dict[str, Any]:
+    """Latency of each workload × backend. A workload whose sizes, dtype and budget equal its last
+    measurement's is taken from it: a slider re-measures only the workloads it changes."""
     check_dtype_here(dtype)
-    sizes = {**payoff_defaults(), **(sizes or {})}
+    sizes = {**payoff_defaults(), **{k: int(v) for k, v in dict(N=N, T=T, D=D, H=H).items() if v}}
     out: dict[str, Any] = {"dtype": dtype, "sizes": sizes, "backends": list(backends), "workloads": {},
-                           "device_name": device_name()}
-    todo = [(w, b) for w in workloads for b in backends]
-    done = 0
+                           "extra": f"{dtype} · " + ", ".join(f"{k}={_pow(sizes[k])}" for k in "NTDH")}
+    total, done = len(workloads) * len(backends), 0
     for w in workloads:
         params = get_workload(w).resolve(workload_params(w, sizes))
-        prev = (previous or {}).get("workloads", {}).get(w)
-        if prev and prev["params"] == params and previous.get("dtype") == dtype and \
-                set(prev["rows"]) >= set(backends):
-            out["workloads"][w] = prev
+        at = (params, dtype, budget_s, tuple(backends))
+        last = _PAYOFF_LAST.get(w)
+        if last is not None and last[0] == at:
+            out["workloads"][w] = last[1]
             done += len(backends)
             continue
         rows = {}
         for b in backends:
             if progress:
-                progress(done / len(todo), f"{w} · {plots.label(b)}")
-            why = _unavailable(b)
-            if why:
-                rows[b] = {"error": why}
-            else:
-                r = measure_one(w, b, params, dtype, budget_s)
-                r.pop("params", None)
-                rows[b] = r
+                progress(done / total, f"{w} · {plots.label(b)}")
+            rows[b] = _timed(w, b, params, dtype, budget_s)
+            rows[b].pop("params", None)
             done += 1
         out["workloads"][w] = {"params": params, "rows": rows}
+        _PAYOFF_LAST[w] = (at, out["workloads"][w])
     return out
 
 
@@ -487,8 +515,7 @@ def _unit(seconds: float) -> tuple[float, str]:
     return 1.0, "s"
 
 
-def figure_payoff(data: dict[str, Any], reference: dict[str, Any] | None = None, ref_stamp: str = "",
-                  stamp: str | None = None, where: str = "Measured on"):
+def figure_payoff(data: dict[str, Any], reference: dict[str, Any] | None = None):
     """One panel per workload: bars per backend (median, p10–p90), speedups vs torch eager,
     the seed's A100 numbers and (if any) a recorded run's speedups written above."""
     names = list(data["workloads"])
@@ -524,67 +551,60 @@ def figure_payoff(data: dict[str, Any], reference: dict[str, Any] | None = None,
         if seed:
             vals = " / ".join(fmt_seconds(seed[b]).replace(".0 ", " ") for b in backends if b in seed)
             lines.append(f"A100 (seed): {vals}")
-        if reference and w in reference.get("workloads", {}):
+        if reference is not None and w in reference.get("workloads", {}):
             rr = reference["workloads"][w]["rows"]
             sp = [speedup(rr, b) for b in backends if b != "torch_eager"]
-            lines.append("recorded: " + " / ".join(f"{s:.2f}×" if s else "—" for s in sp))
+            lines.append(f"recorded: {' / '.join(f'{s:.2f}×' if s else '—' for s in sp)} ({_ref_name(reference)})")
         if lines:
             ax.text(0.02, 0.98, "\n".join(lines), transform=ax.transAxes, ha="left", va="top", fontsize=9.5,
                     color=plots.PALETTE["reference"])
     fig.legend(loc="outside upper center", ncols=len(backends), fontsize=10, frameon=False)
-    extra = data["dtype"]
-    text = f"{stamp} · {extra}" if stamp else plots.live_stamp(extra)
-    if ref_stamp and reference:
-        text += f"  |  recorded: {ref_stamp}"
-    plots.stamp(fig, text, where=where)
+    plots.stamp_figure(fig, data, reference)
     return fig
 
 
-def payoff_table(data: dict[str, Any]) -> str:
-    """Medians and speedups as an HTML table (for the README/exports; the slide shows the figure)."""
-    head = "<tr><th>workload</th><th>sizes</th>" + "".join(
-        f"<th>{plots.label(b)}</th>" for b in data["backends"]) + "<th>compile speedup</th><th>seed (A100)</th></tr>"
-    body = []
-    for w, wd in data["workloads"].items():
-        cells = "".join(f"<td>{fmt_seconds(wd['rows'].get(b, {}).get('median_s'))}</td>" for b in data["backends"])
-        s = speedup(wd["rows"], "torch_compile")
-        seed = SEED.get(w, {})
-        ss = seed["torch_eager"] / seed["torch_compile"] if seed else None
-        body.append(f"<tr><td>{w}</td><td>{html.escape(_short(w, wd['params']))}</td>{cells}"
-                    f"<td>{s:.2f}×</td><td>{ss:.2f}×</td></tr>" if s and ss else
-                    f"<tr><td>{w}</td><td>{html.escape(_short(w, wd['params']))}</td>{cells}<td>—</td><td>—</td></tr>")
-    return f"<table class='jitdeck-table'>{head}{''.join(body)}</table>"
+def _payoff_controls(kind: str) -> list:
+    d, gpu = payoff_defaults(kind), kind == "gpu"
+    return [Pow2("N", d["N"], label="chain N", lo=12, hi=26 if gpu else 23),
+            Pow2("T", d["T"], label="rows / tokens", lo=4, hi=16 if gpu else 11),
+            Pow2("D", d["D"], label="model dim D", lo=6, hi=13 if gpu else 11),
+            Pow2("H", d["H"], label="hidden H", lo=6, hi=14 if gpu else 12),
+            _dtype_control()]
 
 
-# ---------------------------------------------------------------------------------------
+def _warm_payoff() -> None:
+    """The defaults, the size control's scales (N and T) and D or H halved (a slider's neighbour)."""
+    d = payoff_defaults()
+    _compile(PAYOFF_WORKLOADS, [scaled_sizes(s) for s in WARM_SCALES]
+             + [{**d, "D": d["D"] // 2}, {**d, "H": d["H"] // 2}])
+
+
+payoff = Demo(
+    "payoff", "Three workloads, three outcomes",
+    controls=_payoff_controls, measure=measure_payoff, figure=figure_payoff, match=("dtype",),
+    warm=_warm_payoff, record={"budget_s": 0.3}, record_quick={"budget_s": 0.1},
+)
+
+
+# =======================================================================================
 # 2. The roofline
-# ---------------------------------------------------------------------------------------
+# =======================================================================================
 def measure_roofline(workload: str = "chain", scale: float = 1.0, dtype: str = "float32",
                      budget_s: float = 0.05, backends: tuple[str, ...] = BACKENDS3,
-                     progress: ui.Progress | None = None) -> dict[str, Any]:
-    """Peaks plus the workload's points (eager costed unfused, compiled costed fused)."""
+                     progress: Progress | None = None) -> dict[str, Any]:
+    """The peaks plus the workload's points (eager costed unfused, compiled costed fused)."""
     check_dtype_here(dtype)
     if workload not in ROOF_WORKLOADS:
-        from demos.engine.errors import unknown_name
-
         raise unknown_name("workload", workload, ROOF_WORKLOADS)
-    pk = peaks((dtype,), progress=progress)
     params = get_workload(workload).resolve(workload_params(workload, scaled_sizes(scale)))
+    pk = peaks((dtype,), progress=progress)
     points = []
     for i, b in enumerate(backends):
         if progress:
             progress(0.3 + 0.7 * i / len(backends), f"{workload} · {plots.label(b)}")
-        why = _unavailable(b)
-        timing = {"error": why} if why else measure_one(workload, b, params, dtype, budget_s)
-        points.append(make_point(workload, b, params, dtype, timing, pk))
+        points.append(make_point(workload, b, params, dtype, _timed(workload, b, params, dtype, budget_s), pk))
     return {"peaks": _peaks_for(pk, dtype), "workload": workload, "params": params, "dtype": dtype,
-            "scale": scale, "points": points}
-
-
-def _peaks_for(pk: dict[str, Any], dtype: str) -> dict[str, Any]:
-    """A JSON-able copy of the peaks with just the dtype a figure needs."""
-    return {"device": pk["device"], "device_name": pk["device_name"], "created": pk.get("created", ""),
-            "bandwidth": dict(pk["bandwidth"]), "compute": {dtype: dict(pk["compute"][dtype])}}
+            "scale": scale, "points": points, "extra": f"{dtype} · {workload} {_short(workload, params)}"}
 
 
 def _roof(ax, pk: dict[str, Any], dtype: str, xs, **kw) -> None:
@@ -594,31 +614,10 @@ def _roof(ax, pk: dict[str, Any], dtype: str, xs, **kw) -> None:
     ax.plot(xs, np.minimum(p, xs * bw), **kw)
 
 
-def _lean(ax, which: str = "xy") -> None:
-    """Fewer tick objects (matplotlib builds each one slowly): no minor ticks, ≤ 6 major ones.
-    Keeps a redraw well inside the deck's 0.5 s budget on a 2-core CPU."""
-    from matplotlib.ticker import LogLocator, MaxNLocator, NullLocator
-
-    for axis in [a for n, a in (("x", ax.xaxis), ("y", ax.yaxis)) if n in which]:
-        if axis.get_scale() == "log":
-            axis.set_major_locator(LogLocator(base=axis._scale.base if hasattr(axis, "_scale") else 10,
-                                              numticks=7))
-        else:
-            axis.set_major_locator(MaxNLocator(5))
-        axis.set_minor_locator(NullLocator())
-
-
-def _fmt_rate(x: float, unit: str) -> str:
-    for f, p in ((1e12, "T"), (1e9, "G"), (1e6, "M")):
-        if x >= f:
-            return f"{x / f:.3g} {p}{unit}"
-    return f"{x:.3g} {unit}"
-
-
-def figure_roofline(data: dict[str, Any], reference: dict[str, Any] | None = None, ref_stamp: str = "",
-                    stamp: str | None = None, where: str = "Measured on"):
+def figure_roofline(data: dict[str, Any], reference: dict[str, Any] | None = None):
     """Log-log roofline: measured roofs (solid), spec sheet (dashed, known GPUs), a recorded
-    run's roofs and points (grey), and this workload's eager → compiled points."""
+    run's roofs (dotted, its own peaks) and its points for the same workload (hollow), and this
+    workload's eager → compiled points."""
     import numpy as np
 
     pk, dtype = data["peaks"], data["dtype"]
@@ -626,29 +625,33 @@ def figure_roofline(data: dict[str, Any], reference: dict[str, Any] | None = Non
     fig, ax = plots.figure()
     p, bw = peak_flops(pk, dtype), pk["bandwidth"]["bytes_per_s"]
     spec = spec_sheet(pk.get("device_name"))
-    ref_pk = (reference or {}).get("peaks") if reference else None
+    ref_pk = (reference or {}).get("peaks")
+    if not (ref_pk and dtype in ref_pk.get("compute", {})):
+        ref_pk = None
+    ref_pts = [q for q in reference.get("points", []) if q.get("achieved") and q.get("dtype") == dtype] \
+        if ref_pk and reference.get("workload") == data["workload"] else []
     intens = [q["intensity"] for q in data["points"]] + [ridge(p, bw)]
     if spec and dtype in spec:
         intens.append(ridge(spec[dtype], spec["bandwidth"]))
-    if ref_pk and dtype in ref_pk.get("compute", {}):
+    if ref_pk:
         intens.append(ridge(peak_flops(ref_pk, dtype), ref_pk["bandwidth"]["bytes_per_s"]))
     lo, hi = min(intens) / 4, max(intens) * 6
     xs = np.logspace(math.log10(lo), math.log10(hi), 60)
+    where = "recorded" if data.get("recorded") else "this machine"
     _roof(ax, pk, dtype, xs, color=plots.PALETTE["floor"], lw=2.5,
-          label=f"this machine (measured):\n{_fmt_rate(bw, 'B/s')} copy, {_fmt_rate(p, 'FLOP/s')} {dtype} GEMM")
+          label=f"{where} (measured):\n{_fmt_rate(bw, 'B/s')} copy, {_fmt_rate(p, 'FLOP/s')} {dtype} GEMM")
     ax.axvline(ridge(p, bw), color=plots.PALETTE["floor"], lw=1, ls=":", alpha=0.6)
     if spec and dtype in spec:
         ax.plot(xs, np.minimum(spec[dtype], xs * spec["bandwidth"]), color=plots.PALETTE["accent"], lw=2, ls="--",
                 label=f"{spec['name']} spec sheet:\n{_fmt_rate(spec['bandwidth'], 'B/s')}, "
                       f"{_fmt_rate(spec[dtype], 'FLOP/s')}")
-    if ref_pk and dtype in ref_pk.get("compute", {}):
+    if ref_pk:
         _roof(ax, ref_pk, dtype, xs, color=plots.PALETTE["reference"], lw=1.5, ls=":",
-              label=f"recorded (hollow points):\n{ref_pk.get('device_name', '?')[:30]}, "
+              label=f"recorded{' (hollow points)' if ref_pts else ''}:\n{ref_pk.get('device_name', '?')[:30]}, "
                     f"{str(ref_pk.get('created', ''))[:10]}")
-        for q in reference.get("points", []):
-            if q.get("achieved") and q.get("dtype") == dtype:
-                ax.scatter(q["intensity"], q["achieved"], s=70, marker=MARKERS.get(q["backend"], "o"),
-                           facecolors="none", edgecolors=plots.color(q["backend"]), linewidths=1.5, zorder=3)
+        for q in ref_pts:
+            ax.scatter(q["intensity"], q["achieved"], s=70, marker=MARKERS.get(q["backend"], "o"),
+                       facecolors="none", edgecolors=plots.color(q["backend"]), linewidths=1.5, zorder=3)
     for q in pts:
         ax.scatter(q["intensity"], q["achieved"], s=120, marker=MARKERS.get(q["backend"], "o"),
                    color=plots.color(q["backend"]), edgecolors="black", linewidths=0.6, zorder=4,
@@ -665,49 +668,62 @@ def figure_roofline(data: dict[str, Any], reference: dict[str, Any] | None = Non
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlim(lo, hi)
-    ys = [q["achieved"] for q in pts] + [p]
+    ys = [q["achieved"] for q in pts + ref_pts] + [p]
     if spec and dtype in spec:
         ys.append(spec[dtype])
-    if ref_pk and dtype in ref_pk.get("compute", {}):
+    if ref_pk:
         ys.append(peak_flops(ref_pk, dtype))
-        ys += [q["achieved"] for q in reference.get("points", []) if q.get("achieved") and q.get("dtype") == dtype]
     ax.set_ylim(min(min(ys) / 5, lo * bw), max(ys) * 3)
     _lean(ax)
     ax.set_xlabel("arithmetic intensity (FLOP / byte, analytic)")
     ax.set_ylabel("FLOP/s (achieved)")
     ax.set_title(f"{data['workload']} ({_short(data['workload'], data['params'])}, {dtype}) on the roofline")
     ax.legend(loc="center left", bbox_to_anchor=(1.01, 0.5), fontsize=9.5, frameon=False)
-    extra = f"{dtype} · {data['workload']} {_short(data['workload'], data['params'])}"
-    text = f"{stamp} · {extra}" if stamp else plots.live_stamp(extra)
-    if pk.get("from_record"):
-        text += " · peaks from the record"
-    plots.stamp(fig, text, where=where)
+    plots.stamp_figure(fig, data, reference)
     return fig
 
 
-# ---------------------------------------------------------------------------------------
+SCALES = [("×1/16", 1 / 16), ("×1/4", 0.25), ("×1/2", 0.5), ("×1 (default)", 1.0), ("×2", 2.0), ("×4", 4.0)]
+
+
+def _warm_roofline() -> None:
+    peaks(dtype_options())
+    _compile(ROOF_WORKLOADS, [scaled_sizes(s) for s in WARM_SCALES])
+
+
+roofline = Demo(
+    "roofline", "A measured roofline",
+    controls=lambda kind: [Choice("scale", 1.0, label="size", options=SCALES),
+                           Choice("workload", "chain", options=ROOF_WORKLOADS), _dtype_control()],
+    measure=measure_roofline, figure=figure_roofline,
+    # the recorded roofs are drawn beside any workload; its points only beside the same workload
+    match=("dtype",), warm=_warm_roofline, record={"budget_s": 0.3}, record_quick={"budget_s": 0.1},
+)
+
+
+# =======================================================================================
 # 3. Predicted vs measured
-# ---------------------------------------------------------------------------------------
+# =======================================================================================
 def measure_predicted(scale: float = 1.0, dtype: str = "float32", budget_s: float = 0.05,
                       workloads: tuple[str, ...] = PAYOFF_WORKLOADS, backends: tuple[str, ...] = BACKENDS3,
-                      progress: ui.Progress | None = None) -> dict[str, Any]:
+                      progress: Progress | None = None) -> dict[str, Any]:
     check_dtype_here(dtype)
-    pk = peaks((dtype,), progress=progress)
     sizes = scaled_sizes(scale)
+    pk = peaks((dtype,), progress=progress)
     points = []
     todo = [(w, b) for w in workloads for b in backends]
     for i, (w, b) in enumerate(todo):
         if progress:
             progress(i / len(todo), f"{w} · {plots.label(b)}")
         params = get_workload(w).resolve(workload_params(w, sizes))
-        why = _unavailable(b)
-        timing = {"error": why} if why else measure_one(w, b, params, dtype, budget_s)
-        points.append(make_point(w, b, params, dtype, timing, pk))
-    return {"peaks": _peaks_for(pk, dtype), "dtype": dtype, "scale": scale, "points": points}
+        points.append(make_point(w, b, params, dtype, _timed(w, b, params, dtype, budget_s), pk))
+    shown = "; ".join(dict.fromkeys(f"{q['workload']} " + ",".join(_pow(v) for v in q["params"].values())
+                                    for q in points))
+    return {"peaks": _peaks_for(pk, dtype), "dtype": dtype, "scale": scale, "points": points,
+            "extra": f"{dtype} · {shown}"}
 
 
-def figure_predicted(data: dict[str, Any], reference: dict[str, Any] | None = None, ref_stamp: str = "",
-                     stamp: str | None = None, where: str = "Measured on"):
+def figure_predicted(data: dict[str, Any], reference: dict[str, Any] | None = None):
     """One row per point: predicted (grey diamond) and measured (coloured marker) time on a log
     axis, joined by a line; measured ÷ predicted and the reason in the right-hand column."""
     pts = data["points"]
@@ -715,6 +731,7 @@ def figure_predicted(data: dict[str, Any], reference: dict[str, Any] | None = No
     ys = list(range(len(pts)))[::-1]
     times = [q["predicted_s"] for q in pts] + [q["median_s"] for q in pts if q.get("median_s")]
     lo, hi = min(times) / 3, max(times) * 3
+    ref_label = f"recorded run, {_ref_name(reference)} (its sizes)" if reference is not None else ""
     for y, q in zip(ys, pts):
         ax.scatter(q["predicted_s"], y, marker="D", s=60, color=plots.PALETTE["reference"], zorder=3,
                    label="predicted" if y == ys[0] else None)
@@ -730,8 +747,7 @@ def figure_predicted(data: dict[str, Any], reference: dict[str, Any] | None = No
                   and p["backend"] == q["backend"] and p.get("median_s")), None)
         if r is not None:
             ax.scatter(r["median_s"], y, s=60, facecolors="none", edgecolors=plots.PALETTE["reference"], zorder=3,
-                       label="recorded run (its sizes)" if not any(
-                           t == "recorded run (its sizes)" for t in ax.get_legend_handles_labels()[1]) else None)
+                       label=ref_label if ref_label not in ax.get_legend_handles_labels()[1] else None)
             lo, hi = min(lo, r["median_s"] / 3), max(hi, r["median_s"] * 3)
     ax.set_yticks(ys, [f"{q['workload']} · {plots.label(q['backend'])}" for q in pts], fontsize=10)
     ax.set_xscale("log")
@@ -747,36 +763,31 @@ def figure_predicted(data: dict[str, Any], reference: dict[str, Any] | None = No
     tx.set_xlim(0, 1)
     tx.axis("off")
     tx.set_title("measured ÷ predicted, and why", fontsize=12)
-    sizes = "; ".join(dict.fromkeys(f"{q['workload']} " + ",".join(_pow(v) for v in q["params"].values())
-                                    for q in pts))
-    text = f"{stamp} · {data['dtype']} · {sizes}" if stamp else plots.live_stamp(f"{data['dtype']} · {sizes}")
-    if ref_stamp and reference:
-        text += f"  |  recorded: {ref_stamp}"
-    plots.stamp(fig, text, where=where)
+    plots.stamp_figure(fig, data, reference)
     return fig
 
 
-def _wrap_words(text: str, width: int) -> str:
-    import textwrap
-
-    return "\n".join(textwrap.wrap(text, width)) or text
+PREDICTED_SCALES = [("×1/64", 1 / 64), ("×1/16", 1 / 16), ("×1/4", 0.25), ("×1 (default)", 1.0), ("×4", 4.0)]
 
 
-def predicted_table(data: dict[str, Any]) -> str:
-    rows = []
-    for q in data["points"]:
-        rows.append(f"<tr><td>{q['workload']}</td><td>{plots.label(q['backend'])}</td>"
-                    f"<td>{q['intensity']:.3g}</td><td>{q['bound']}</td><td>{fmt_seconds(q['predicted_s'])}</td>"
-                    f"<td>{fmt_seconds(q.get('median_s'))}</td>"
-                    f"<td>{'%.2f' % q['ratio'] if q.get('ratio') else '—'}</td><td>{html.escape(q['why'])}</td></tr>")
-    head = ("<tr><th>workload</th><th>form</th><th>FLOP/B</th><th>bound</th><th>predicted</th><th>measured</th>"
-            "<th>ratio</th><th>why</th></tr>")
-    return f"<table class='jitdeck-table'>{head}{''.join(rows)}</table>"
+def _warm_predicted() -> None:
+    """The default and the size control's neighbour (×1/4); other sizes compile on Run."""
+    peaks(dtype_options())
+    _compile(PAYOFF_WORKLOADS, [scaled_sizes(1.0), scaled_sizes(0.25)])
 
 
-# ---------------------------------------------------------------------------------------
+predicted = Demo(
+    "predicted", "Predicted vs measured",
+    controls=lambda kind: [Choice("scale", 1.0, label="size", options=PREDICTED_SCALES), _dtype_control()],
+    measure=measure_predicted, figure=figure_predicted, run_button=True, match=("dtype",),
+    warm=_warm_predicted,
+    record={"budget_s": 0.3}, record_quick={"budget_s": 0.1},
+)
+
+
+# =======================================================================================
 # 4. Overheads removed differently: reduce-overhead (CUDA graphs) vs default
-# ---------------------------------------------------------------------------------------
+# =======================================================================================
 OVERHEAD_MODES = ("eager", "default", "reduce-overhead")
 MODE_COLORS = {"eager": plots.PALETTE["torch_eager"], "default": plots.PALETTE["torch_compile"],
                "reduce-overhead": "#56B4E9"}
@@ -794,17 +805,15 @@ def overhead_sizes(kind: str | None = None, largest: int | None = None) -> list[
     return [2**k for k in range(lo, hi + 1, 2)]
 
 
-def measure_overheads(sizes: list[int] | None = None, dtype: str = "float32", budget_s: float = 0.04,
-                      workload: str = "complex_activation", progress: ui.Progress | None = None) -> dict[str, Any]:
-    """Latency vs size of eager, default compile and reduce-overhead compile (small sizes:
-    where fixed per-call costs dominate)."""
+def measure_overheads(largest: int | None = None, dtype: str = "float32", budget_s: float = 0.04,
+                      workload: str = "complex_activation", sizes: list[int] | None = None,
+                      progress: Progress | None = None) -> dict[str, Any]:
+    """Latency vs size of eager, default compile and reduce-overhead compile at small sizes
+    (where fixed per-call costs dominate): the sweep ``overhead_sizes(largest)``, or ``sizes``."""
     check_dtype_here(dtype)
-    sizes = [int(n) for n in (sizes or overhead_sizes())]
-    out: dict[str, Any] = {"workload": workload, "dtype": dtype, "sizes": sizes, "device": torch_device(),
-                           "device_name": device_name(), "modes": {}}
-    todo = len(sizes) * len(OVERHEAD_MODES)
+    sizes = [int(n) for n in (sizes or overhead_sizes(largest=largest))]
     rows: dict[str, list] = {m: [] for m in OVERHEAD_MODES}
-    k = 0
+    todo, k = len(sizes) * len(OVERHEAD_MODES), 0
     # sizes outer, modes inner: a burst of load on a shared machine hits every mode alike
     for n in sizes:
         for mode in OVERHEAD_MODES:
@@ -816,8 +825,8 @@ def measure_overheads(sizes: list[int] | None = None, dtype: str = "float32", bu
             r.pop("params", None)
             rows[mode].append(r)
             k += 1
-    out["modes"] = rows
-    return out
+    return {"workload": workload, "dtype": dtype, "sizes": sizes, "device": torch_device(), "modes": rows,
+            "extra": f"{dtype} · {workload} N={_pow(sizes[0])}…{_pow(sizes[-1])}"}
 
 
 def overhead_floor(data: dict[str, Any], mode: str) -> float:
@@ -825,23 +834,20 @@ def overhead_floor(data: dict[str, Any], mode: str) -> float:
     return data["modes"][mode][0]["median_s"]
 
 
-def figure_overheads(data: dict[str, Any], reference: dict[str, Any] | None = None, ref_stamp: str = "",
-                     stamp: str | None = None, where: str = "Measured on"):
+def figure_overheads(data: dict[str, Any], reference: dict[str, Any] | None = None):
     fig, ax = plots.figure()
     sizes = data["sizes"]
     for mode, rows in data["modes"].items():
-        med = [r["median_s"] * 1e6 for r in rows]
-        lo = [r["p10_s"] * 1e6 for r in rows]
-        hi = [r["p90_s"] * 1e6 for r in rows]
         ls = "--" if mode == "reduce-overhead" else "-"
-        ax.plot(sizes, med, ls, marker="o", color=MODE_COLORS[mode], lw=2.2,
+        ax.plot(sizes, [r["median_s"] * 1e6 for r in rows], ls, marker="o", color=MODE_COLORS[mode], lw=2.2,
                 label=f"{MODE_LABELS[mode]}: floor {fmt_seconds(rows[0]['median_s'])}")
-        ax.fill_between(sizes, lo, hi, color=MODE_COLORS[mode], alpha=0.12, lw=0)
-    if reference and reference.get("modes"):
+        ax.fill_between(sizes, [r["p10_s"] * 1e6 for r in rows], [r["p90_s"] * 1e6 for r in rows],
+                        color=MODE_COLORS[mode], alpha=0.12, lw=0)
+    if reference is not None and reference.get("modes"):
         for mode, rows in reference["modes"].items():
             ax.plot(reference["sizes"], [r["median_s"] * 1e6 for r in rows], ":", color=MODE_COLORS.get(mode, "#777"),
                     lw=1.5, alpha=0.8)
-        ax.text(0.99, 0.02, f"dotted: recorded on {reference.get('device_name', '?')}", transform=ax.transAxes,
+        ax.text(0.99, 0.02, f"dotted: recorded on {_ref_name(reference)}", transform=ax.transAxes,
                 ha="right", va="bottom", fontsize=9.5, color=plots.PALETTE["reference"])
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
@@ -855,192 +861,20 @@ def figure_overheads(data: dict[str, Any], reference: dict[str, Any] | None = No
                 "(CUDA graphs need a GPU); both compiled modes run the same C++")
     ax.set_title(_wrap_words(note, 95), fontsize=11.5)
     ax.legend(loc="upper left", fontsize=10)
-    extra = f"{data['dtype']} · {data['workload']} N={_pow(sizes[0])}…{_pow(sizes[-1])}"
-    text = f"{stamp} · {extra}" if stamp else plots.live_stamp(extra)
-    if ref_stamp and reference:
-        text += f"  |  recorded: {ref_stamp}"
-    plots.stamp(fig, text, where=where)
+    plots.stamp_figure(fig, data, reference)
     return fig
 
 
-# ---------------------------------------------------------------------------------------
-# Recorded runs
-# ---------------------------------------------------------------------------------------
-def reference_section() -> tuple[dict[str, Any] | None, str]:
-    """This part's section of the reference record (a recorded GPU run), with its stamp."""
-    from demos.engine.results import reference
-
-    try:
-        rec = reference()
-    except Exception:
-        return None, ""
-    if rec is None or TOPIC not in rec.sections:
-        return None, ""
-    m = rec.machine
-    short = f"{m.get('gpu_name') or m.get('device_name', '?')} · {rec.created[:10]}"
-    return rec.sections[TOPIC], short
-
-
-def _recorded(key: str) -> tuple[dict[str, Any], str]:
-    ref, stamp = reference_section()
-    if not ref or key not in ref:
-        raise DemoError(f"the recorded run has no roofline/{key} section")
-    return ref[key], stamp
-
-
-def record(rec, quick: bool = False) -> None:
-    """Store this part's default measurements in ``rec.sections['roofline']``."""
-    budget = 0.1 if quick else 0.3
-    dtypes = ("float32",) if quick else tuple(dtype_options())
-    pk = measure_peaks(dtypes, budget_s=budget)
-    _PEAKS[torch_device()] = pk
-    sec: dict[str, Any] = {"peaks": pk}
-    sec["payoff"] = measure_payoff(budget_s=budget)
-    sec["roofline"] = {w: measure_roofline(w, budget_s=budget) for w in ROOF_WORKLOADS}
-    sec["predicted"] = measure_predicted(budget_s=budget)
-    sec["overheads"] = measure_overheads(budget_s=budget)
-    rec.sections[TOPIC] = sec
-
-
-def warm(scales: tuple[float, ...] = (0.25, 0.5, 1.0, 2.0), dtypes: tuple[str, ...] | None = None) -> None:
-    """Compile every form the live cells use at their default sizes (and the neighbouring
-    sizes of the size slider) into the persistent caches, and measure the peaks."""
-    dtypes = dtypes or tuple(dtype_options())
-    peaks(dtypes)
-    for dt in dtypes:
-        for w in ROOF_WORKLOADS:
-            for s in scales:
-                params = get_workload(w).resolve(workload_params(w, scaled_sizes(s)))
-                for b in BACKENDS3:
-                    if _unavailable(b) is None:
-                        fn, sync, _ = runner(w, b, params, dt)
-                        sync(fn())
+def _warm_overheads() -> None:
     for mode in (None, "reduce-overhead"):
-        for n in overhead_sizes():
-            fn, sync, _ = runner("complex_activation", "torch_compile", {"N": n}, "float32", mode)
-            sync(fn())
+        _compile(("complex_activation",), [{"N": n} for n in overhead_sizes()], ("torch_compile",), mode)
 
 
-# ---------------------------------------------------------------------------------------
-# Live panels
-# ---------------------------------------------------------------------------------------
-def _size_slider(description: str, lo: int, hi: int, value: int):
-    return ui.pow2_slider(description, lo, hi, value)
-
-
-def payoff(show: bool = True):
-    """Three workloads × torch eager / torch.compile / jax.jit; sliders re-measure what they change."""
-    d = payoff_defaults()
-    gpu = device_kind() == "gpu"
-    controls = {
-        "N": _size_slider("chain N", 12, 26 if gpu else 23, d["N"]),
-        "T": _size_slider("rows / tokens", 4, 16 if gpu else 11, d["T"]),
-        "D": _size_slider("model dim D", 6, 13 if gpu else 11, d["D"]),
-        "H": _size_slider("hidden H", 6, 14 if gpu else 12, d["H"]),
-        "dtype": ui.dtype_choice("float32", tuple(dtype_options())),
-    }
-    state: dict[str, Any] = {}
-
-    def render(values, progress):
-        ref, ref_stamp = reference_section()
-        refd = (ref or {}).get("payoff")
-        if ui.recorded_only():
-            data, stamp = _recorded("payoff")
-            return figure_payoff(data, stamp=stamp, where="Recorded on")
-        sizes = {k: values[k] for k in ("N", "T", "D", "H")}
-        data = measure_payoff(sizes, values["dtype"], previous=state.get("last"), progress=progress)
-        state["last"] = data
-        return figure_payoff(data, refd, ref_stamp)
-
-    panel = ui.Panel("Three workloads, three outcomes", controls, render)
-    panel.state = state
-    if show:
-        return panel.show()
-    return panel
-
-
-def roofline(show: bool = True, workload: str = "chain"):
-    """The measured roofline with the selected workload's eager and compiled points."""
-    controls = {
-        "scale": ui.choice("size", [("×1/16", 1 / 16), ("×1/4", 0.25), ("×1/2", 0.5), ("×1 (default)", 1.0),
-                                    ("×2", 2.0), ("×4", 4.0)], 1.0),
-        "workload": ui.choice("workload", list(ROOF_WORKLOADS), workload),
-        "dtype": ui.dtype_choice("float32", tuple(dtype_options())),
-    }
-
-    def render(values, progress):
-        ref, ref_stamp = reference_section()
-        if ui.recorded_only():
-            data, stamp = _recorded("roofline")
-            w = values["workload"]
-            if w not in data:
-                raise DemoError(f"the recorded run has no roofline for {w}")
-            return figure_roofline(data[w], stamp=stamp, where="Recorded on")
-        data = measure_roofline(values["workload"], float(values["scale"]), values["dtype"], progress=progress)
-        refd = ((ref or {}).get("roofline") or {}).get(values["workload"])
-        if refd is not None and refd.get("dtype") != values["dtype"]:
-            refd = None
-        return figure_roofline(data, refd, ref_stamp)
-
-    panel = ui.Panel("A measured roofline", controls, render)
-    if show:
-        return panel.show()
-    return panel
-
-
-def predicted(show: bool = True):
-    """Predicted vs measured time for every point (Run: ~1–3 s on a CPU)."""
-    controls = {
-        "scale": ui.choice("size", [("×1/64", 1 / 64), ("×1/16", 1 / 16), ("×1/4", 0.25), ("×1 (default)", 1.0),
-                                    ("×4", 4.0)], 1.0),
-        "dtype": ui.dtype_choice("float32", tuple(dtype_options())),
-    }
-
-    def render(values, progress):
-        if ui.recorded_only():
-            data, stamp = _recorded("predicted")
-            return figure_predicted(data, stamp=stamp, where="Recorded on")
-        data = measure_predicted(float(values["scale"]), values["dtype"], progress=progress)
-        ref, ref_stamp = reference_section()
-        refd = (ref or {}).get("predicted")
-        if refd is not None and refd.get("dtype") != values["dtype"]:
-            refd = None
-        return figure_predicted(data, refd, ref_stamp)
-
-    panel = ui.Panel("Predicted vs measured", controls, render, run_button=True)
-    if show:
-        return panel.show()
-    return panel
-
-
-def overheads(show: bool = True):
-    """reduce-overhead vs default at small sizes (Run: a sweep, ~2–5 s warm on a CPU)."""
-    gpu = device_kind() == "gpu"
-    controls = {
-        "largest": ui.pow2_slider("largest N", 10 if gpu else 8, 22 if gpu else 18, overhead_sizes()[-1]),
-        "dtype": ui.dtype_choice("float32", tuple(dtype_options())),
-    }
-
-    def render(values, progress):
-        ref, ref_stamp = reference_section()
-        if ui.recorded_only():
-            data, stamp = _recorded("overheads")
-            return figure_overheads(data, stamp=stamp, where="Recorded on")
-        data = measure_overheads(overhead_sizes(largest=values["largest"]), dtype=values["dtype"],
-                                 progress=progress)
-        refd = (ref or {}).get("overheads")
-        return figure_overheads(data, refd, ref_stamp)
-
-    panel = ui.Panel("Overheads removed differently", controls, render, run_button=True)
-    if show:
-        return panel.show()
-    return panel
-
-
-def panels() -> dict[str, Callable[[], ui.Panel]]:
-    return {
-        "payoff": lambda: payoff(show=False),
-        "roofline": lambda: roofline(show=False),
-        "predicted": lambda: predicted(show=False),
-        "overheads": lambda: overheads(show=False),
-    }
+overheads = Demo(
+    "overheads", "Overheads removed differently",
+    controls=lambda kind: [Pow2("largest", 2**(22 if kind == "gpu" else 18), label="largest N",
+                                lo=10 if kind == "gpu" else 8, hi=22 if kind == "gpu" else 18),
+                           _dtype_control()],
+    measure=measure_overheads, figure=figure_overheads, run_button=True, match=("dtype",),
+    warm=_warm_overheads, record={"budget_s": 0.3}, record_quick={"budget_s": 0.1},
+)
