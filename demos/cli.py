@@ -1,4 +1,4 @@
-"""``python -m demos info | bench | record`` — the engine without Jupyter."""
+"""``python -m demos info | bench | record | trace`` — the engine without Jupyter."""
 from __future__ import annotations
 
 import argparse
@@ -126,6 +126,41 @@ def cmd_ui_bench(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_trace(args: argparse.Namespace) -> int:
+    """Read a torch.profiler trace (Kineto Chrome-trace JSON, plain or .gz): one summary line,
+    optionally the two-lane timeline figure (--png) and the timeline data (--json)."""
+    import json
+    from pathlib import Path
+
+    from demos.engine.results import check_writable
+
+    png = check_writable(args.png) if args.png else None  # before reading, not after
+    out = check_writable(args.json) if args.json else None
+    from demos.introspection import profiling, trace
+
+    run = trace.load_timeline(args.file)
+    print(trace.summary_line(run, Path(args.file).name))
+    if png:
+        from demos.engine.plots import to_png
+
+        fig = profiling.timeline_figure([run], [Path(args.file).name], stamp=_trace_stamp(run))
+        png.write_bytes(to_png(fig))
+        print(f"wrote {png}")
+    if out:
+        out.write_text(json.dumps(run, indent=1) + "\n")
+        print(f"wrote {out}")
+    return 0
+
+
+def _trace_stamp(run: dict) -> str:
+    meta = run.get("meta", {})
+    bits = [meta.get("gpu") or run.get("device", "")]
+    if meta.get("root"):
+        bits.append(f"window {meta['root']}")
+    bits.append(f"trace {meta.get('trace', '')}")
+    return " · ".join(b for b in bits if b)
+
+
 def main(argv: list[str] | None = None) -> int:
     from demos.engine.errors import DemoError
 
@@ -155,6 +190,11 @@ def main(argv: list[str] | None = None) -> int:
     p = sub.add_parser("warm", help="compile every demo's defaults into the caches in .cache/")
     p.add_argument("--demo", help="comma-separated demos or topics (default: all)")
     p.set_defaults(func=cmd_warm)
+    p = sub.add_parser("trace", help="summarise a torch.profiler trace file (Kineto JSON, .json or .json.gz)")
+    p.add_argument("file", metavar="FILE", help="what prof.export_chrome_trace(path) wrote")
+    p.add_argument("--png", metavar="OUT", help="also draw the two-lane timeline to OUT (PNG)")
+    p.add_argument("--json", metavar="OUT", help="also write the timeline data (lanes, counts) to OUT")
+    p.set_defaults(func=cmd_trace)
     args = ap.parse_args(argv)
     try:
         return args.func(args)

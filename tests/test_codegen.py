@@ -150,3 +150,138 @@ def test_inductor_emits_one_triton_kernel_on_gpu():
     assert code.kernel_count == 1 and code.kernels[0].startswith("triton_")
     dead = codegen.workload_inductor_code("mlp_dead_code", dtype="bfloat16", device="cuda")
     assert dead.matmuls == 2
+
+
+# -- GPU forms, on fixtures in tests/fixtures/gpu/ (README.md there: where each format comes from) --
+from pathlib import Path  # noqa: E402
+
+from demos.engine.workloads import WORKLOADS  # noqa: E402
+
+GPU = Path(__file__).resolve().parent / "fixtures" / "gpu"
+
+
+def _inductor(name):
+    return codegen.parse_inductor((GPU / name).read_text(), device="cuda")
+
+
+def _hlo(name):
+    return codegen.parse_hlo((GPU / name).read_text())
+
+
+def test_gpu_inductor_six_eager_ops_become_one_triton_kernel():
+    code = _inductor("inductor_complex_activation_cuda.py")
+    assert len(WORKLOADS["complex_activation"].eager_ops) == 6
+    assert code.kernels == ["triton_poi_fused_add_cos_mul_relu_sin_0"]  # 6 kernels become 1
+    assert code.kernel_defs == code.kernels and code.launches == 1
+    for op in ("sin", "cos", "mul", "add", "relu"):
+        assert op in code.kernels[0]
+    assert code.extern_calls == [] and code.library_calls == [] and code.matmuls == 0
+    assert code.buffers == ["buf0 (20971520, ) float32"]  # only the output is allocated
+    assert "get_raw_stream(0)" in code.wrapper and ".run(arg0_1, arg1_1, buf0" in code.wrapper
+    assert "async_compile" not in code.wrapper and "@triton.jit" not in code.wrapper
+
+
+def test_gpu_inductor_three_matmuls_become_two_library_calls():
+    code = _inductor("inductor_mlp_dead_code_cuda.py")
+    assert WORKLOADS["mlp_dead_code"].eager_ops.count("mm") == 3  # as written
+    assert code.matmuls == 2  # the dead x @ gating1 is gone
+    assert code.extern_calls == ["mm", "mm"] and code.library_calls == ["mm", "mm"]  # cuBLAS via extern_kernels
+    assert code.kernels == ["triton_poi_fused_relu_0"]  # the relu is generated Triton
+    assert code.launches == 3
+    assert code.buffers == ["buf0 (512, 4096) bfloat16", "buf2 (512, 2048) bfloat16"]
+    assert code.reused == ["buf1 ← buf0"]  # relu writes in place into the first GEMM's output
+    # in launch order: GEMM, relu, GEMM
+    calls = [s for s in code.wrapper.splitlines() if "extern_kernels." in s or ".run(" in s]
+    assert [c.strip().split("(")[0] for c in calls] == ["extern_kernels.mm", "triton_poi_fused_relu_0.run", "extern_kernels.mm"]
+
+
+def test_gpu_inductor_cuda_graph_partitions_are_read_through():
+    """mode="reduce-overhead": Inductor moves the launches into ``def partition_0(args)``,
+    called from Runner.call as ``self.partitions[0](…)`` — the counts must not drop to 0."""
+    plain = _inductor("inductor_mlp_dead_code_cuda.py")
+    graphs = _inductor("inductor_mlp_dead_code_cuda_cudagraphs.py")
+    assert "def partition_0(args):" in graphs.source and "self.partitions[0](" in graphs.source
+    assert graphs.kernels == plain.kernels and graphs.extern_calls == plain.extern_calls
+    assert graphs.matmuls == 2 and graphs.launches == 3 and graphs.buffers == plain.buffers
+    assert "self.partitions" not in graphs.wrapper and "extern_kernels.mm(buf1, arg3_1" in graphs.wrapper
+
+
+def test_inductor_fallbacks_and_reinterpreted_reuse():
+    src = '''
+def call(args):
+    arg0_1, arg1_1 = args
+    args.clear()
+    buf0 = aten.convolution(arg0_1, arg1_1, None, (1, 1), (0, 0), (1, 1), False, (0, 0), 1)
+    # Topologically Sorted Source Nodes: [x], Original ATen: [aten.mm]
+    buf1 = reinterpret_tensor(buf0, (16, 64), (64, 1), 0); del buf0  # reuse
+    buf2 = torch.ops.aten._scaled_dot_product_flash_attention.default(buf1, buf1, buf1, scale=0.125)
+    torch.ops.aten._assert_scalar.default(True, "check")
+    return (buf2, )
+'''
+    code = codegen.parse_inductor(src, device="cuda")
+    assert code.fallback_calls == ["convolution", "_scaled_dot_product_flash_attention"]
+    assert code.library_calls == ["aten.convolution", "aten._scaled_dot_product_flash_attention"]
+    assert code.matmuls == 1 and code.launches == 2
+    assert code.reused == ["buf1 ← buf0"]
+
+
+def test_gpu_xla_complex_activation_is_one_loop_fusion():
+    p = _hlo("xla_complex_activation_gpu.hlo.txt")
+    assert p["fusions"] == ["loop_maximum_fusion kind=kLoop"]
+    assert p["entry_ops"] == ["fusion"]  # 6 ops become 1 kernel
+    assert p["matmuls"] == 0 and p["library_calls"] == []
+
+
+def test_gpu_xla_three_matmuls_become_two_cublas_calls():
+    p = _hlo("xla_mlp_dead_code_gpu.hlo.txt")
+    assert p["matmuls"] == 2  # 3 as written, the unused one removed
+    assert p["library_calls"] == ["__cublas$gemm", "__cublas$gemm"]  # two matmuls are library calls
+    assert p["entry_ops"] == ["custom-call", "fusion", "custom-call"]  # GTEs and params are not work
+    assert p["fusions"] == ["loop_maximum_fusion kind=kLoop"]
+    assert "gating1" not in "".join(codegen.excerpt(p["entry"], [r"custom-call\("]))
+
+
+def test_gpu_xla_triton_gemm_fusions_are_generated_not_library_calls():
+    p = _hlo("xla_mlp_dead_code_gpu_triton.hlo.txt")
+    assert p["fusions"] == ["gemm_fusion_dot.1 kind=kCustom __triton_gemm",
+                            "gemm_fusion_dot.3 kind=kCustom __triton_gemm"]
+    assert p["matmuls"] == 2 and p["library_calls"] == []  # the dots live inside the fusions
+    assert len(p["entry_ops"]) == 2  # relu fused into the second GEMM's prologue
+
+
+def test_gpu_xla_reduction_is_input_fusions():
+    p = _hlo("xla_chain_gpu.hlo.txt")
+    assert p["fusions"] == ["input_reduce_fusion kind=kInput", "input_reduce_fusion.1 kind=kInput"]
+    assert p["matmuls"] == 0 and p["entry_ops"] == ["fusion", "fusion"]
+
+
+def test_hlo_instructions_printed_over_several_lines_and_output_fusions():
+    hlo = '''HloModule m
+
+fused_dot_add {
+  p0 = f32[64,64]{1,0} parameter(0)
+  p1 = f32[64,64]{1,0} parameter(1)
+  p2 = f32[64,64]{1,0} parameter(2)
+  dot = f32[64,64]{1,0} dot(p0, p1),
+      lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  ROOT add = f32[64,64]{1,0} add(dot, p2)
+}
+
+ENTRY main {
+  p0 = f32[64,64]{1,0} parameter(0)
+  p1 = f32[64,64]{1,0} parameter(1)
+  p2 = f32[64,64]{1,0} parameter(2)
+  conv = (f32[1,54,54,64]{3,2,1,0}, u8[0]{0})
+    custom-call(p0, p1),
+    custom_call_target="__cudnn$convForward",
+    window={size=3x3}, dim_labels=b01f_01io->b01f
+  ROOT fusion = f32[64,64]{1,0} fusion(p0, p1, p2),
+      kind=kOutput, calls=fused_dot_add,
+      backend_config={"fusion_backend_config":{"kind":"__custom_fusion"}}
+}
+'''
+    p = codegen.parse_hlo(hlo)
+    assert p["entry_ops"] == ["custom-call", "fusion"]
+    assert p["fusions"] == ["fusion kind=kOutput __custom_fusion"]
+    assert p["library_calls"] == ["__cudnn$convForward"]
+    assert p["matmuls"] == 2  # the dot in the output fusion + the cuDNN convolution

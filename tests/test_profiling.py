@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -24,6 +25,10 @@ from demos.engine.workloads import WORKLOADS, prepare
      "at::native::binary_internal::MulFunctor<float> >, at::detail::Array<char*, 3> >(int, ...)", "mul"),
     ("graph_0_cpp_fused_add_cos_mul_relu_sin_0", "cpp_fused_add_cos_mul_relu_sin_0"),
     ("triton_poi_fused_add_cos_mul_relu_sin_0", "triton_poi_fused_add_cos_mul_relu_sin_0"),
+    ("void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>, "
+     "std::array<char*, 3ul> >(int, at::native::CUDAFunctor_add<float>, std::array<char*, 3ul>)", "add"),
+    ("ampere_bf16_s16816gemm_bf16_128x128_ldg8_f2f_stages_64x3_nn", "ampere_bf16_s16816gemm 128x128"),
+    ("## Call CompiledFxGraph fpv3ba2xw4cyjzjuaqlg2ojgfwcq2xk6fqbw4hxnrm6ymhr6kxwa ##", "CompiledFxGraph"),
 ])
 def test_short_names(raw, short):
     assert profiling.short_name(raw) == short
@@ -101,66 +106,46 @@ def test_compiled_cpu_kernel_is_visible_when_kernel_events_are_enabled():
     assert run["counts"]["ops"] == 0  # no aten op issued op by op
 
 
-# -- the CUDA parsing path, with synthetic profiler events (runs everywhere) -------------
-class FakeEvent:
-    def __init__(self, name, start, end, parent=None, device="CPU", annotation=False, activity=""):
-        from torch.autograd import DeviceType
-
-        self.name = name
-        self.time_range = SimpleNamespace(start=start, end=end)
-        self.cpu_parent = parent
-        self.device_type = getattr(DeviceType, device)
-        self.is_user_annotation = annotation
-        self.is_async = False
-        self.activity_type = activity
+# -- the CUDA path: Kineto trace fixtures in the format torch.profiler exports on a GPU ----------
+GPU_FIXTURES = Path(__file__).resolve().parent / "fixtures" / "gpu"
 
 
-def _fake_cuda_trace():
-    root = FakeEvent(profiling.RUN_ANNOTATION, 100, 1000, annotation=True, activity="user_annotation")
-    evs = [root]
-    t = 110
-    for op in ("sin", "cos", "mul", "add", "mul", "relu"):
-        a = FakeEvent(f"aten::{op}", t, t + 20, parent=root)
-        inner = a
-        if op == "relu":
-            inner = FakeEvent("aten::clamp_min", t + 2, t + 18, parent=a)
-            evs.append(inner)
-        launch = FakeEvent("cudaLaunchKernel", t + 10, t + 15, parent=inner)
-        k = FakeEvent(f"void at::native::vectorized_elementwise_kernel<4, at::native::{op}_kernel_cuda"
-                      f"(at::TensorIteratorBase&)::{{lambda()#1}}>(int)", t + 30, t + 130, device="CUDA")
-        evs += [a, launch, k]
-        t += 25
-    evs.append(FakeEvent("cudaDeviceSynchronize", t, 990))  # no parent link: found by its time window
-    evs.append(FakeEvent("cudaDeviceSynchronize", 1500, 1600))  # outside the run: ignored
-    evs.append(FakeEvent(profiling.RUN_ANNOTATION, 100, 900, device="CUDA", annotation=True,
-                         activity="gpu_user_annotation"))
-    evs.append(FakeEvent("Memset (Device)", 120, 121, device="CUDA"))
-    return evs
+def _cuda_run(name="eager_complex_activation_cuda.json", label="eager"):
+    return profiling.load_timeline(GPU_FIXTURES / name, label=label)
 
 
-def test_cuda_lanes_from_synthetic_events():
-    run = profiling._lanes_from_events(_fake_cuda_trace(), cuda=True, device="cuda", label="eager", meta={})
+def test_cuda_lanes_from_a_kineto_trace():
+    run = _cuda_run()
     c = run["counts"]
     assert run["device_lane"] == "cuda"
-    assert c["ops"] == 6 and c["kernels"] == 6 and c["launches"] == 6 and c["memcpy"] == 1
-    assert run["kernel_names"] == ["sin", "cos", "mul", "add", "mul", "relu"]
+    assert c["ops"] == 6 and c["kernels"] == 6 and c["launches"] == 6 and c["memcpy"] == 0
+    assert run["kernel_names"] == ["sin", "cos", "mul", "add", "mul", "clamp"]
     kinds = [e["kind"] for e in run["lanes"]["host"]]
     assert kinds == ["op"] * 6 + ["sync"]
     # the GPU-side copy of the annotation is not a kernel
     assert all(e["full"] != profiling.RUN_ANNOTATION for e in run["lanes"]["device"])
     # kernels start after their launch on the host: asynchronous
     assert run["lanes"]["device"][1]["start_us"] > run["lanes"]["host"][0]["start_us"]
+    # the same op, the same colour: each kernel carries the op that launched it
+    assert [e["op"] for e in run["lanes"]["device"]] == run["op_names"]
+
+
+def test_profiling_reexports_the_trace_parser():
+    from demos.introspection import trace
+
+    assert profiling.short_name is trace.short_name and profiling.SCHEMA == trace.SCHEMA
+    assert profiling.RUN_ANNOTATION == "demos::run" and "aten::view" in profiling.BOOKKEEPING_OPS
 
 
 # -- the figure -----------------------------------------------------------------------
 def test_timeline_figure_stacks_runs_and_says_what_the_cpu_lane_is():
     cpu = profiling.profile_run(_eager(), label="eager")
-    gpu = profiling._lanes_from_events(_fake_cuda_trace(), cuda=True, device="cuda", label="H200", meta={})
-    fig = profiling.timeline_figure([cpu, gpu], ["eager here", "eager H200"], stamp="test machine")
+    gpu = _cuda_run(label="A100")
+    fig = profiling.timeline_figure([cpu, gpu], ["eager here", "eager A100"], stamp="test machine")
     ax = fig.axes[0]
     labels = [t.get_text() for t in ax.get_yticklabels()]
     # bottom to top: the first run is drawn on top, host lane above its device lane
-    assert labels == ["eager H200\nGPU", "eager H200\nhost", "eager here\nCPU runs op", "eager here\nhost"]
+    assert labels == ["eager A100\nGPU", "eager A100\nhost", "eager here\nCPU runs op", "eager here\nhost"]
     assert "no separate device" in ax.get_title(loc="left")
     assert "6 kernels" in fig._suptitle.get_text()
     one = profiling.timeline_figure([gpu])

@@ -6,12 +6,17 @@ the counts a slide needs (and ``to_dict()`` for JSON records):
     inductor_code(fn, *args, mode=None, dynamic=None) -> InductorCode
         the Python wrapper + kernels torch.compile (Inductor) generated for ``fn(*args)``:
         ``kernels`` (launched kernels, in order: ``cpp_fused_*`` on CPU, ``triton_*`` on GPU),
-        ``extern_calls`` (``extern_kernels.mm/addmm/bmm/…``), ``matmuls``, ``buffers`` (every
+        ``extern_calls`` (``extern_kernels.mm/addmm/bmm/…``), ``fallback_calls`` (ATen ops called
+        as they are), ``library_calls`` (both), ``matmuls``, ``buffers`` (every
         ``empty_strided*`` allocation) and ``reused`` (buffers Inductor recycled in place).
+        With CUDA graphs the launches sit in graph partitions (``def partition_0(args)``):
+        they are read where ``call`` invokes them.
     xla_code(fn, *args, static_argnums=()) -> XlaCode
         the jaxpr, StableHLO and optimized HLO of ``jax.jit(fn)``: ``fusions`` (fusion
         instructions in the entry computation), ``matmuls`` (``dot``/``convolution`` plus GPU
-        GEMM custom calls), ``transposes``, ``memory`` (``memory_analysis()``) and ``cost``
+        GEMM custom calls), ``library_calls`` (entry custom-calls into cuBLAS/cuDNN/…, e.g.
+        ``__cublas$gemm``; Triton GEMM fusions are generated code and listed with their
+        backend kind among ``fusions``), ``transposes``, ``memory`` (``memory_analysis()``) and ``cost``
         (``cost_analysis()``) where the backend provides them.
 
 For the seed workloads: ``workload_inductor_code(name, params, dtype)`` and
@@ -56,7 +61,12 @@ _KERNEL_DEF = re.compile(
     re.M,
 )
 _ALLOC = re.compile(r"^\s*(?P<buf>\w+)\s*=\s*(?P<fn>empty_strided(?:_\w+)?)\((?P<args>.*)\)\s*$", re.M)
-_REUSE = re.compile(r"^\s*(?P<new>\w+)\s*=\s*(?P<old>\w+);\s*del\s+\w+\s*#\s*reuse", re.M)
+# "buf1 = buf0; del buf0  # reuse" and "buf6 = reinterpret_tensor(buf0, (…), (…), 0); del buf0  # reuse"
+_REUSE = re.compile(
+    r"^[ \t]*(?P<new>\w+)[ \t]*=[ \t]*(?:reinterpret_tensor\()?(?P<old>\w+)[^;\n]*;[ \t]*del[ \t]+\w+[ \t]*#[ \t]*reuse", re.M)
+# ATen fallbacks Inductor calls as they are: "buf0 = aten.convolution(…)",
+# "buf1 = torch.ops.aten._scaled_dot_product_flash_attention.default(…)"
+_FALLBACK = re.compile(r"^(?:\w+(?:,\s*\w+)*\s*=\s*)?(?:torch\.ops\.)?aten\.(?!_assert)(?P<op>\w+)(?:\.\w+)?\(")
 _EXTERN = re.compile(r"\bextern_kernels\.(?P<op>\w+)\(")
 MATMUL_EXTERNS = ("mm", "addmm", "bmm", "baddbmm", "_mm_plus_mm", "convolution", "_int_mm", "_scaled_mm")
 # GEMM templates (max-autotune): triton_tem_fused_mm_0, cpp templates with "template" in the name
@@ -71,6 +81,7 @@ class InductorCode:
     kernels: list[str] = field(default_factory=list)  # launched, in order of the call
     kernel_defs: list[str] = field(default_factory=list)  # distinct kernels compiled
     extern_calls: list[str] = field(default_factory=list)  # e.g. ["mm", "mm"]
+    fallback_calls: list[str] = field(default_factory=list)  # ATen ops called as they are, e.g. ["convolution"]
     buffers: list[str] = field(default_factory=list)  # "buf0 (32, 128) float32"
     reused: list[str] = field(default_factory=list)  # "buf1 ← buf0"
     graphs: int = 1
@@ -83,14 +94,20 @@ class InductorCode:
 
     @property
     def matmuls(self) -> int:
-        """Matmul calls: library calls (extern_kernels.mm/addmm/bmm…) plus GEMM templates."""
+        """Matmul calls: library calls (extern_kernels.mm/addmm/bmm…, ATen fallbacks) plus GEMM templates."""
         templ = sum(1 for k in self.kernels if _MATMUL_TEMPLATE.search(k))
-        return sum(1 for op in self.extern_calls if op in MATMUL_EXTERNS) + templ
+        return sum(1 for op in self.extern_calls + self.fallback_calls if op in MATMUL_EXTERNS) + templ
+
+    @property
+    def library_calls(self) -> list[str]:
+        """Calls into libraries rather than generated kernels (cuBLAS/oneDNN via extern_kernels,
+        ATen fallbacks), in order."""
+        return list(self.extern_calls) + [f"aten.{op}" for op in self.fallback_calls]
 
     @property
     def launches(self) -> int:
-        """Everything the wrapper launches: generated kernels plus library (extern) calls."""
-        return len(self.kernels) + len(self.extern_calls)
+        """Everything the wrapper launches: generated kernels plus library (extern, fallback) calls."""
+        return len(self.kernels) + len(self.extern_calls) + len(self.fallback_calls)
 
     @property
     def wrapper(self) -> str:
@@ -101,27 +118,60 @@ class InductorCode:
         d = asdict(self)
         if not with_source:
             d.pop("source")
-        d.update(kernel_count=self.kernel_count, matmuls=self.matmuls, launches=self.launches)
+        d.update(kernel_count=self.kernel_count, matmuls=self.matmuls, launches=self.launches,
+                 library_calls=self.library_calls)
         return d
 
 
+def _function_bodies(lines: list[str], header: "re.Pattern[str]") -> list[tuple[str, list[str]]]:
+    """(name, dedented body lines) of every function whose ``def`` line matches ``header``."""
+    out: list[tuple[str, list[str]]] = []
+    i = 0
+    while i < len(lines):
+        m = header.match(lines[i])
+        if not m:
+            i += 1
+            continue
+        indent, body = len(m.group(1)), []
+        i += 1
+        while i < len(lines):
+            line = lines[i]
+            if line.strip() and (len(line) - len(line.lstrip())) <= indent:
+                break
+            if line.strip():
+                body.append(line[indent + 4:] if len(line) > indent + 4 else line.strip())
+            i += 1
+        out.append((m.group("name"), body))
+    return out
+
+
+_CALL_DEF = re.compile(r"^(\s*)def (?P<name>call)\((?:self, )?args\b")
+_PARTITION_DEF = re.compile(r"^(\s*)def (?P<name>partition_\d+)\(args\b")
+_PARTITION_CALL = re.compile(r"self\.partitions\[(\d+)\]\(")
+
+
 def call_body(source: str) -> str:
-    """The body of the generated ``call(args)`` function(s): launches and buffers, in order."""
+    """The body of the generated ``call(args)`` function(s): launches and buffers, in order.
+
+    With CUDA graphs (``mode="reduce-overhead"``) Inductor moves the launches into graph
+    partitions (``def partition_0(args):``, called as ``self.partitions[0](…)`` from
+    ``Runner.call``): each partition's body is spliced in where ``call`` invokes it."""
     out: list[str] = []
     for module in _split_modules(source):
         lines = module.splitlines()
-        inside, indent = False, 0
-        for line in lines:
-            m = re.match(r"^(\s*)def call\(", line)
-            if m:
-                inside, indent = True, len(m.group(1))
-                continue
-            if inside:
-                if line.strip() and (len(line) - len(line.lstrip())) <= indent:
-                    inside = False
-                    continue
-                if line.strip():
-                    out.append(line[indent + 4:] if len(line) > indent + 4 else line.strip())
+        partitions = dict(_function_bodies(lines, _PARTITION_DEF))
+        used: set[str] = set()
+        for _name, body in _function_bodies(lines, _CALL_DEF):
+            for line in body:
+                m = _PARTITION_CALL.search(line)
+                if m and f"partition_{m.group(1)}" in partitions:
+                    used.add(f"partition_{m.group(1)}")
+                    out.extend(partitions[f"partition_{m.group(1)}"])
+                else:
+                    out.append(line)
+        for name, body in partitions.items():  # partitions no call refers to (should not happen)
+            if name not in used:
+                out.extend(body)
     return "\n".join(out)
 
 
@@ -149,15 +199,17 @@ def parse_inductor(source: str | Iterable[str], device: str = "cpu") -> Inductor
         m = re.match(r"^(?P<name>[A-Za-z_]\w*)(?:\.run)?\(", s)
         if m and m.group("name") in names:
             kernels.append(m.group("name"))
-    extern = [m.group("op") for m in _EXTERN.finditer(body)]
+    code_lines = [ln for ln in body.splitlines() if not ln.strip().startswith("#")]
+    extern = [m.group("op") for m in _EXTERN.finditer("\n".join(code_lines))]
+    fallback = [m.group("op") for ln in code_lines if (m := _FALLBACK.match(ln.strip()))]
     buffers = []
     for m in _ALLOC.finditer(body):
         shape = re.match(r"\s*(\([^)]*\))", m.group("args"))
         dt = re.search(r"torch\.(\w+)", m.group("args"))
         buffers.append(f"{m.group('buf')} {shape.group(1) if shape else '?'} {dt.group(1) if dt else ''}".strip())
     reused = [f"{m.group('new')} ← {m.group('old')}" for m in _REUSE.finditer(body)]
-    return InductorCode(source=text, kernels=kernels, kernel_defs=defs, extern_calls=extern, buffers=buffers,
-                        reused=reused, graphs=len(modules), device=device)
+    return InductorCode(source=text, kernels=kernels, kernel_defs=defs, extern_calls=extern,
+                        fallback_calls=fallback, buffers=buffers, reused=reused, graphs=len(modules), device=device)
 
 
 def _fresh_copy(fn: Callable) -> Callable:
@@ -212,7 +264,12 @@ def inductor_code(fn: Callable, *args: Any, mode: str | None = None, dynamic: bo
 _HLO_INSTR = re.compile(
     r"^\s*(?:ROOT\s+)?%?(?P<name>[\w.\-]+)\s*=\s*(?P<shape>\(?[\w\[\],{}:\s()#*]*?\)?)\s+(?P<op>[\w\-]+)\(",
 )
-_GEMM_CALL = re.compile(r'custom_call_target="(?P<t>[^"]*(?:gemm|matmul|cublas|onednn\$matmul|__onednn)[^"]*)"', re.I)
+_GEMM_CALL = re.compile(r'custom_call_target="(?P<t>[^"]*(?:gemm|matmul|cublas|onednn\$matmul|__onednn|cudnn\$conv)[^"]*)"',
+                        re.I)
+_CUSTOM_TARGET = re.compile(r'custom_call_target="(?P<t>[^"]*)"')
+# custom calls into vendor libraries (cuBLAS / cuBLASLt / cuDNN / hipBLAS / MIOpen / oneDNN / cuFFT …)
+_LIBRARY_TARGET = re.compile(r"^__(?:cublas|cudnn|hipblas|miopen|onednn|mkl|cufft|cusolver|xnn)", re.I)
+_FUSION_BACKEND = re.compile(r'"(?:fusion_backend_config|fusion_config)"\s*:\s*\{\s*"kind"\s*:\s*"(?P<k>[^"]+)"')
 
 
 @dataclass
@@ -225,6 +282,7 @@ class XlaCode:
     entry: str  # the ENTRY computation of the optimized HLO
     fusions: list[str] = field(default_factory=list)  # "name kind=kLoop" in the entry computation
     matmuls: int = 0  # dot + convolution + GEMM custom calls, anywhere in the module
+    library_calls: list[str] = field(default_factory=list)  # entry custom-calls into libraries: "__cublas$gemm"
     transposes: list[str] = field(default_factory=list)  # instructions that move data to a new layout
     entry_ops: list[str] = field(default_factory=list)  # opcodes of the entry computation (params excluded)
     jaxpr_eqns: int = 0
@@ -261,7 +319,10 @@ _SKIP_OPS = {"parameter", "constant", "bitcast", "get-tuple-element", "tuple"}
 
 
 def _computations(hlo: str) -> dict[str, list[str]]:
-    """Computation name → instruction lines (name ``ENTRY`` for the entry computation)."""
+    """Computation name → instruction lines (name ``ENTRY`` for the entry computation).
+
+    An instruction printed over several lines (hand-written HLO, XLA's test files) is joined
+    into one line; ``compiled.as_text()`` prints one instruction per line."""
     comps: dict[str, list[str]] = {}
     current: str | None = None
     for line in hlo.splitlines():
@@ -274,8 +335,20 @@ def _computations(hlo: str) -> dict[str, list[str]]:
             current = None
             continue
         if current is not None and line.strip():
-            comps[current].append(line.strip())
+            body = comps[current]
+            if body and not _complete(body[-1]):
+                body[-1] = f"{body[-1]} {line.strip()}"
+            else:
+                body.append(line.strip())
     return comps
+
+
+def _complete(instr: str) -> bool:
+    """Whether an instruction line is whole: brackets closed, no trailing comma, an opcode call."""
+    text = re.sub(r'"(?:[^"\\]|\\.)*"', '""', instr)  # brackets inside strings do not count
+    if text.rstrip().endswith(",") or text.count("(") != text.count(")") or text.count("{") != text.count("}"):
+        return False
+    return _opcode(instr) is not None
 
 
 def _opcode(line: str) -> str | None:
@@ -291,7 +364,7 @@ def parse_hlo(text: str) -> dict[str, Any]:
     """Counts in an optimized HLO module: fusions, matmuls, transposes, entry ops."""
     comps = _computations(text)
     entry = comps.get("ENTRY", [])
-    fusions, entry_ops, transposes = [], [], []
+    fusions, entry_ops, transposes, library = [], [], [], []
     for line in entry:
         op = _opcode(line)
         if op is None or op in _SKIP_OPS:
@@ -300,7 +373,13 @@ def parse_hlo(text: str) -> dict[str, Any]:
         name = line.replace("ROOT ", "").split("=")[0].strip().lstrip("%")
         if op == "fusion":
             kind = re.search(r"kind=(\w+)", line)
-            fusions.append(f"{name} {kind.group(0) if kind else ''}".strip())
+            backend = _FUSION_BACKEND.search(line)  # "__triton_gemm", "__cudnn$fusion", "__ynn_fusion"…
+            fusions.append(f"{name} {kind.group(0) if kind else ''}".strip()
+                           + (f" {backend.group('k')}" if backend else ""))
+        elif op == "custom-call":
+            target = _CUSTOM_TARGET.search(line)
+            if target and _LIBRARY_TARGET.match(target.group("t")):
+                library.append(target.group("t"))
     matmuls = 0
     for lines in comps.values():
         for line in lines:
@@ -317,6 +396,7 @@ def parse_hlo(text: str) -> dict[str, Any]:
         "entry_ops": entry_ops,
         "matmuls": matmuls,
         "transposes": transposes,
+        "library_calls": library,
     }
 
 
@@ -383,6 +463,7 @@ def xla_code(fn: Callable, *args: Any, static_argnums: tuple[int, ...] = ()) -> 
         backend = "cpu"
     return XlaCode(jaxpr=jaxpr_text, stablehlo=stablehlo, hlo=hlo, entry=parsed["entry"],
                    fusions=parsed["fusions"], matmuls=parsed["matmuls"], transposes=parsed["transposes"],
+                   library_calls=parsed["library_calls"],
                    entry_ops=parsed["entry_ops"], jaxpr_eqns=eqns, jaxpr_matmuls=jaxpr_mm,
                    stablehlo_ops=shlo_ops, stablehlo_matmuls=shlo_mm,
                    memory=_memory_dict(compiled), cost=_cost_dict(compiled), backend=backend)

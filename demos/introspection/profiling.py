@@ -3,7 +3,10 @@
 Two functions, shared by every part that shows a timeline:
 
 ``profile_run(target, ...) -> dict``
-    Runs one call of a torch workload under ``torch.profiler`` (after a warm-up call) and
+    Runs one call of a torch workload under ``torch.profiler`` (after a warm-up call), exports
+    the profiler's trace (Kineto's Chrome-trace JSON, the same file ``prof.export_chrome_trace``
+    writes) to a temporary file and reads it back with :mod:`demos.introspection.trace` — one
+    code path for live runs and recorded trace files (``python -m demos trace FILE``). It
     returns JSON-able data: two lanes of events in ``run["lanes"]["host"]`` and
     ``run["lanes"]["device"]`` (``name``, ``start_us``, ``dur_us``, relative to the first
     event) and counts.
@@ -11,16 +14,19 @@ Two functions, shared by every part that shows a timeline:
     - ``host``: what the Python thread did inside the call — the direct children of the run:
       aten ops as dispatched (eager), the compiled region's wrapper (torch.compile), the
       final synchronisation (``cudaDeviceSynchronize`` on a GPU).
-    - ``device``: on CUDA, the real kernel / memcpy / memset events on the GPU timeline. On a
-      CPU there is no separate device: the host thread runs every op itself, synchronously, so
-      the device lane holds the compute events *executed by the host* (top-level aten ops that
-      do work, plus Inductor's C++ kernels when they are profiled). ``run["device_lane"]`` says
-      which of the two it is, and :func:`timeline_figure` writes it on the figure.
+    - ``device``: on CUDA, the real kernel / memcpy / memset events on the GPU timeline, each
+      linked to the launch that started it through the trace's correlation ids (``op``: the
+      aten op that launched it, ``launch_us``: when). On a CPU there is no separate device:
+      the host thread runs every op itself, synchronously, so the device lane holds the compute
+      events *executed by the host* (top-level aten ops that do work, plus Inductor's C++
+      kernels when they are profiled). ``run["device_lane"]`` says which of the two it is, and
+      :func:`timeline_figure` writes it on the figure.
 
     Counts (``run["counts"]``): ``ops`` — top-level aten ops that do work (allocation and view
     ops such as ``aten::empty``/``aten::view`` are left out and listed apart); ``kernels`` —
     device kernels on CUDA, host compute events on a CPU; ``launches`` — kernel-launch runtime
-    calls (CUDA); ``host_events`` — entries of the host lane.
+    calls (CUDA); ``linked`` — device events whose launch the trace links to; ``host_events`` —
+    entries of the host lane.
 
     Inductor's CPU kernels are invisible to the profiler unless
     ``torch._inductor.config.cpp.enable_kernel_profile`` was on when they were generated: call
@@ -32,40 +38,28 @@ Two functions, shared by every part that shows a timeline:
     time axis (µs), each pair titled with its op and kernel counts. Draws live or recorded
     runs alike.
 
-The data shape (``SCHEMA``)::
-
-    {"schema": "jit-deck/timeline@1", "label": str, "device": "cpu"|"cuda"|…,
-     "device_lane": "cuda" | "host-executes",
-     "lanes": {"host": [{"name", "full", "start_us", "dur_us", "kind"}], "device": [same]},
-     "counts": {"ops", "kernels", "launches", "host_events", "memcpy"},
-     "op_names": [...], "kernel_names": [...], "skipped_ops": [...],
-     "span_us": float, "wall_us": float, "meta": {...}}
+The data shape (``SCHEMA``) is documented in :mod:`demos.introspection.trace`.
 """
 from __future__ import annotations
 
 import contextlib
 import os
-import re
 import sys
+import tempfile
+from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from demos.engine.errors import DemoError
-
-SCHEMA = "jit-deck/timeline@1"
-RUN_ANNOTATION = "demos::run"
-
-# aten ops that allocate or re-view memory without computing: not counted as ops/kernels.
-BOOKKEEPING_OPS = frozenset(
-    "aten::" + n
-    for n in (
-        "empty", "empty_strided", "empty_like", "view", "reshape", "_reshape_alias", "as_strided",
-        "resize_", "detach", "detach_", "alias", "t", "transpose", "expand", "unsqueeze", "squeeze",
-        "select", "slice", "permute", "lift_fresh", "result_type", "_unsafe_view", "set_",
-        "zeros", "zero_", "fill_", "contiguous", "numpy_T", "unbind", "split", "chunk",
-    )
+from demos.introspection.trace import (  # noqa: F401  (re-exported: the names callers know)
+    BOOKKEEPING_OPS,
+    RUN_ANNOTATION,
+    SCHEMA,
+    load_timeline,
+    read_trace,
+    short_name,
+    summary_line,
+    timeline_from_trace,
 )
-_CPU_KERNEL_RE = re.compile(r"cpp_fused|cpp_kernel|^kernel_cpp|^graph_\d+_cpp")
-_FUNCTOR_GENERIC = {"AUnary", "BUnary", "Unary", "Binary", "Ternary", "Nullary", "Vectorized", "Compare"}
 
 DEVICE_LANE_TEXT = {
     "cuda": "device lane: CUDA kernels on the GPU timeline",
@@ -88,32 +82,6 @@ def enable_cpu_kernel_events(on: bool = True) -> bool:
     old = bool(ic.cpp.enable_kernel_profile)
     ic.cpp.enable_kernel_profile = bool(on)
     return old
-
-
-def short_name(name: str) -> str:
-    """A readable label for an op or kernel name (``aten::sin`` → ``sin``;
-    ``…at::native::sin_kernel_cuda…`` → ``sin``; ``…MulFunctor<float>…`` → ``mul``)."""
-    if name.startswith("aten::"):
-        return name[6:]
-    if "<" in name or "(" in name or "::" in name:
-        m = re.search(r"at::native::(?:[\w]+::)*?(\w+?)_kernel_cuda", name)
-        if m:
-            return m.group(1)
-        functors = [f for f in re.findall(r"(\w+?)Functor", name) if f not in _FUNCTOR_GENERIC]
-        if functors:
-            return functors[-1].split("_")[-1].lower()
-        m = re.search(r"(\w*gemm\w*|\w*sgemm\w*|cutlass\w*|ampere\w*|sm\d+_xmma\w*)", name)
-        if m:
-            return m.group(1)[:24]
-        m = re.search(r"([A-Za-z_]\w{2,})", name.replace("void ", ""))
-        if m:
-            return m.group(1)[:24]
-    m = re.search(r"graph_\d+_(cpp_fused\w*)", name)
-    if m:
-        return m.group(1)
-    if name.startswith("## Call CompiledFxGraph"):
-        return "CompiledFxGraph"
-    return name[:48]
 
 
 def _is_jax(target: Any) -> bool:
@@ -147,39 +115,6 @@ def _resolve_target(target: Any, sync: Callable | None, device: str | None):
     return target, sync, device, {}
 
 
-def _event(fe: Any, t0: float, kind: str) -> dict[str, Any]:
-    return {
-        "name": short_name(fe.name),
-        "full": fe.name[:200],
-        "start_us": round(fe.time_range.start - t0, 3),
-        "dur_us": round(max(fe.time_range.end - fe.time_range.start, 0.0), 3),
-        "kind": kind,
-    }
-
-
-def _top_aten(fe: Any) -> bool:
-    """An aten op with no aten op above it (what the user's code dispatched)."""
-    if not fe.name.startswith("aten::"):
-        return False
-    p = fe.cpu_parent
-    while p is not None:
-        if p.name.startswith("aten::"):
-            return False
-        p = p.cpu_parent
-    return True
-
-
-def _host_kind(name: str) -> str:
-    low = name.lower()
-    if "synchronize" in low or "streamsynchronize" in low or "eventsynchronize" in low:
-        return "sync"
-    if name.startswith("aten::"):
-        return "bookkeeping" if name in BOOKKEEPING_OPS else "op"
-    if low.startswith("cuda") or low.startswith("cu"):
-        return "runtime"
-    return "region"
-
-
 def profile_run(
     target: Any,
     *,
@@ -189,6 +124,7 @@ def profile_run(
     warmup: int = 1,
     passes: int = 1,
     meta: dict[str, Any] | None = None,
+    keep_trace: str | Path | None = None,
 ) -> dict[str, Any]:
     """Profile one call of ``target`` (a :class:`~demos.engine.workloads.Prepared` torch workload or a
     zero-argument callable) and return its two lanes and counts as JSON-able data.
@@ -198,6 +134,8 @@ def profile_run(
     single call can be stretched by other processes (an OpenMP thread descheduled for a time
     slice), which says nothing about the program.
     The call is synchronised inside the profiled region, so the device lane is complete.
+    Each pass's trace is exported and parsed like any recorded trace; ``keep_trace`` also
+    copies the kept pass's trace file there.
     """
     from demos.engine.devices import require_torch
 
@@ -206,21 +144,28 @@ def profile_run(
 
     fn, sync, device, tmeta = _resolve_target(target, sync, device)
     tmeta.update(meta or {})
+    tmeta["torch"] = torch.__version__
     for _ in range(max(0, warmup)):
         sync(fn())
     cuda = str(device).startswith("cuda")
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])
-    best = None
-    for _ in range(max(1, passes)):
-        with quiet_native_stderr(), profile(activities=activities) as prof:
-            with record_function(RUN_ANNOTATION):
-                out = fn()
-                sync(out)
-        del out
-        run = _lanes_from_events(list(prof.events()), cuda=cuda, device=str(device), label=label,
-                                 meta=tmeta, torch_version=torch.__version__)
-        if best is None or (run["wall_us"] or 0.0) < (best["wall_us"] or 0.0):
-            best = run
+    best, best_text = None, None
+    with tempfile.TemporaryDirectory(prefix="demos-trace-") as tmp:
+        path = Path(tmp) / "trace.json"
+        for _ in range(max(1, passes)):
+            with quiet_native_stderr(), profile(activities=activities) as prof:
+                with record_function(RUN_ANNOTATION):
+                    out = fn()
+                    sync(out)
+            del out
+            with quiet_native_stderr():
+                prof.export_chrome_trace(str(path))
+            run = timeline_from_trace(read_trace(path), label=label, device=str(device), meta=tmeta)
+            if best is None or (run["wall_us"] or 0.0) < (best["wall_us"] or 0.0):
+                best = run
+                best_text = path.read_bytes() if keep_trace else None
+    if keep_trace and best_text is not None:
+        Path(keep_trace).write_bytes(best_text)
     best["passes"] = max(1, passes)
     return best
 
@@ -249,106 +194,6 @@ def quiet_native_stderr():
         os.close(devnull)
 
 
-def _lanes_from_events(events: list, *, cuda: bool, device: str, label: str, meta: dict,
-                       torch_version: str = "") -> dict[str, Any]:
-    """Turn profiler FunctionEvents into the lanes/counts dict (separated for tests)."""
-    cpu_type = _device_type("CPU")
-    runs = [e for e in events if e.name == RUN_ANNOTATION and _is_cpu(e, cpu_type)]
-    root = runs[-1] if runs else None
-
-    def inside_root(fe) -> bool:
-        if root is None:
-            return True
-        p = fe.cpu_parent
-        while p is not None:
-            if p is root:
-                return True
-            p = p.cpu_parent
-        return False
-
-    cpu_events = [e for e in events if _is_cpu(e, cpu_type) and e.name != RUN_ANNOTATION
-                  and not getattr(e, "is_async", False)]
-    if root is not None:
-        lo, hi = root.time_range.start, root.time_range.end
-        # runtime calls (cudaDeviceSynchronize, launches) may come without a parent link on
-        # some builds: a parentless event inside the run's time window belongs to the run too
-        loose = [e for e in cpu_events if e.cpu_parent is None and e is not root
-                 and lo <= e.time_range.start <= hi]
-        host_fes = [e for e in cpu_events if e.cpu_parent is root] + loose
-        scoped = [e for e in cpu_events if inside_root(e)] + loose
-    else:
-        host_fes = [e for e in cpu_events if e.cpu_parent is None]
-        scoped = cpu_events
-    host_fes.sort(key=lambda e: e.time_range.start)
-
-    top_ops = sorted((e for e in scoped if _top_aten(e)), key=lambda e: e.time_range.start)
-    work_ops = [e for e in top_ops if e.name not in BOOKKEEPING_OPS]
-    skipped = [e.name for e in top_ops if e.name in BOOKKEEPING_OPS]
-    cpu_kernels = [e for e in scoped if _CPU_KERNEL_RE.search(e.name)]
-    launches = [e for e in scoped if "launchkernel" in e.name.lower().replace("_", "")
-                or e.name.lower() in ("culaunchkernel", "cudalaunchkernelexc")]
-
-    if cuda:
-        dev_fes = [e for e in events if not _is_cpu(e, cpu_type)
-                   and not getattr(e, "is_user_annotation", False)
-                   and e.name != RUN_ANNOTATION
-                   and "annotation" not in str(getattr(e, "activity_type", "")).lower()]
-        if root is not None:  # keep the device work of this call only
-            lo, hi = root.time_range.start, root.time_range.end
-            dev_fes = [e for e in dev_fes if e.time_range.end >= lo and e.time_range.start <= hi + 1e5]
-        dev_fes.sort(key=lambda e: e.time_range.start)
-        device_lane = "cuda"
-    else:
-        dev_fes = sorted(work_ops + [k for k in cpu_kernels if k not in work_ops],
-                         key=lambda e: e.time_range.start)
-        # an Inductor kernel nested inside a counted aten op is part of that op, not another one
-        device_lane = "host-executes"
-
-    starts = [e.time_range.start for e in host_fes + dev_fes]
-    t0 = min(starts) if starts else (root.time_range.start if root is not None else 0.0)
-    host = [_event(e, t0, _host_kind(e.name)) for e in host_fes]
-    dev = []
-    memcpy = 0
-    for e in dev_fes:
-        low = e.name.lower()
-        kind = "memcpy" if low.startswith(("memcpy", "memset")) else "kernel"
-        memcpy += kind == "memcpy"
-        dev.append(_event(e, t0, kind))
-    ends = [ev["start_us"] + ev["dur_us"] for ev in host + dev]
-    n_kernels = sum(1 for ev in dev if ev["kind"] == "kernel")
-    return {
-        "schema": SCHEMA,
-        "label": label,
-        "device": device,
-        "device_lane": device_lane,
-        "lanes": {"host": host, "device": dev},
-        "counts": {
-            "ops": len(work_ops),
-            "kernels": n_kernels,
-            "launches": len(launches),
-            "host_events": len(host),
-            "memcpy": memcpy,
-        },
-        "op_names": [short_name(e.name) for e in work_ops],
-        "kernel_names": [ev["name"] for ev in dev if ev["kind"] == "kernel"],
-        "skipped_ops": [short_name(n) for n in skipped],
-        "span_us": round(max(ends) if ends else 0.0, 3),
-        "wall_us": round(root.time_range.end - root.time_range.start, 3) if root is not None else None,
-        "meta": dict(meta, torch=torch_version),
-    }
-
-
-def _device_type(name: str):
-    try:
-        from torch.autograd import DeviceType
-
-        return getattr(DeviceType, name)
-    except Exception:  # pragma: no cover
-        return None
-
-
-def _is_cpu(fe: Any, cpu_type: Any) -> bool:
-    return getattr(fe, "device_type", cpu_type) == cpu_type
 # ---------------------------------------------------------------------------------------
 # Drawing
 # ---------------------------------------------------------------------------------------
@@ -380,6 +225,18 @@ def summary(run: dict[str, Any]) -> str:
     k = c["kernels"]
     where = "GPU kernels" if run.get("device_lane") == "cuda" else "compute events on the host"
     return f"{c['ops']} aten op{'s' * (c['ops'] != 1)} → {k} {where if k != 1 else where.replace('kernels', 'kernel').replace('events', 'event')}"
+
+
+def _draw_launch_links(ax, device_events: list[dict], y_dev: float, lane_h: float, scale: float,
+                       limit: int = 64) -> None:
+    """Thin lines from each launch on the host lane (drawn at ``y_dev + 1``) to the start of
+    the kernel it started: how far the GPU runs behind the host (asynchronous launches)."""
+    linked = [ev for ev in device_events if ev.get("launch_us") is not None]
+    if not linked or len(linked) > limit:
+        return
+    for ev in linked:
+        ax.plot([ev["launch_us"] * scale, ev["start_us"] * scale], [y_dev + 1 - lane_h / 2, y_dev + lane_h / 2],
+                color="#777777", linewidth=0.7, alpha=0.7, zorder=0.5)
 
 
 def timeline_figure(
@@ -416,8 +273,8 @@ def timeline_figure(
             events = lanes.get(lane, [])
             for ev in events:
                 kind = ev.get("kind", "op")
-                if kind in ("op", "kernel"):
-                    col = op_color(ev["name"])
+                if kind in ("op", "kernel"):  # a kernel takes the colour of the op that launched it
+                    col = op_color(ev.get("op") or ev["name"])
                 else:
                     col = _KIND_COLORS.get(kind, "#DDDDDD")
                 x0, w = ev["start_us"] * scale, max(ev["dur_us"] * scale, span * scale * 0.002)
@@ -429,6 +286,8 @@ def timeline_figure(
                     ax.text(x0 + w / 2, y, text[: max(3, int(w / (span * scale) * 90))], ha="center",
                             va="center", fontsize=10, color="black" if kind not in ("op", "kernel") else "white",
                             clip_on=True)
+            if lane == "device":
+                _draw_launch_links(ax, events, y, lane_h, scale)
             yticks.append(y)
             ylabels.append(ylab)
             y += 1.0
