@@ -62,8 +62,16 @@ def test_demo_draws_records_and_redraws(demo: Demo, tmp_path, monkeypatch):
     assert beside is not None
     monkeypatch.setenv("DEMOS_RESULTS", str(path))
     monkeypatch.setenv("DEMOS_STATIC", "1")
-    alone = demo.render(panel.values(), lambda f, m="": None)
-    assert alone is not None
+
+    def never(**_kw):
+        raise AssertionError("measured although a recorded run was asked for")
+
+    with monkeypatch.context() as m:  # a recorded-only export draws the record without measuring
+        m.setattr(demo, "measure", never)
+        m.setattr(demo, "_memo", None)
+        alone = demo.render(panel.values(), lambda f, m="": None)
+    fig = alone[0] if isinstance(alone, tuple) else alone
+    assert any(t.get_text().startswith("Recorded on") for t in fig.texts), demo.key
     monkeypatch.delenv("DEMOS_RESULTS")
     monkeypatch.delenv("DEMOS_STATIC")
     monkeypatch.setattr("demos.engine.results.reference", lambda path=None: None)

@@ -200,20 +200,19 @@ def test_live_figures_show_the_recorded_run_beside(recorded_file, monkeypatch):
     assert any("recorded" in (line.get_label() or "") for line in rfig.axes[0].get_lines())
 
 
-def test_recorded_only_draws_without_measuring(recorded_file, monkeypatch):
-    monkeypatch.setenv("DEMOS_RESULTS", str(recorded_file))
+def test_without_a_record_the_seed_figures_stand_beside(monkeypatch):
+    monkeypatch.setattr("demos.engine.results.reference", lambda path=None: None)
+    ref = eager.sync_trap.reference({"workload": "two_matmuls", "dtype": "float32"})
+    assert ref["seed"] and "reported by" in ref["stamp"] and "not measured here" in ref["stamp"]
+    assert ref["rows"]["jax_jit"]["returned"]["median"] == 76e-6 and ref["rows"]["jax_jit"]["synced"]["median"] == 205e-6
+    assert eager.sync_trap.reference({"workload": "complex_activation", "dtype": "float32"}) is None
+    fig = eager.figure_sync_trap(eager.measure_sync_trap("two_matmuls", budget_s=0.02), ref)
+    assert len(fig.axes) == 2 and any("Beside it: reported by" in t.get_text() for t in fig.texts)
     monkeypatch.setenv("DEMOS_STATIC", "1")
-
-    def boom(*a, **k):
-        raise AssertionError("measured although a recorded run was asked for")
-
-    for demo in (eager.timeline, eager.sync_trap, eager.regimes):
-        monkeypatch.setattr(demo, "measure", boom)
-        monkeypatch.setattr(demo, "_memo", None)
-        p = demo(show=False)
-        fig, _ = p.compute()
-        assert p.last_error is None and fig is not None, (demo.key, p.last_error)
-        assert any("Recorded on" in t.get_text() for t in fig.texts), demo.key
+    monkeypatch.setenv("DEMOS_RESULTS", "/nonexistent/never-read.json")
+    monkeypatch.setattr("demos.engine.results.reference", lambda path=None: None)
+    with pytest.raises(DemoError, match="no eager.sync_trap"):  # an export never draws the seed as the record
+        eager.sync_trap.render({"workload": "two_matmuls", "dtype": "float32"}, lambda f, m="": None)
 
 
 def test_a_bad_results_file_is_one_line_in_the_panel(tmp_path, monkeypatch):

@@ -197,23 +197,6 @@ def test_live_figures_show_the_reference_beside(cpu_record, monkeypatch):
     assert fusion.kernels.reference({"workload": "chain", "dtype": "float32"}) is None
 
 
-def test_recorded_only_draws_without_measuring(cpu_record, monkeypatch):
-    monkeypatch.setenv("DEMOS_RESULTS", str(cpu_record))
-    monkeypatch.setenv("DEMOS_STATIC", "1")
-
-    def boom(*a, **k):
-        raise AssertionError("measured although a recorded run was asked for")
-
-    for name in DEMOS:
-        demo = getattr(fusion, name)
-        monkeypatch.setattr(demo, "measure", boom)
-        monkeypatch.setattr(demo, "_memo", None)
-        p = demo(show=False)
-        fig, _ = p.compute()
-        assert p.last_error is None and fig is not None, (name, p.last_error)
-        assert any("Recorded on" in t.get_text() for t in fig.texts), name
-
-
 # =======================================================================================
 # Bad input is one line, and the panel still works
 # =======================================================================================

@@ -392,21 +392,6 @@ def test_live_figures_show_the_reference_beside(cpu_record):
         assert any(t.startswith("Beside it, recorded on") for t in texts), demo.key
 
 
-def test_recorded_only_draws_without_measuring(cpu_record, monkeypatch):
-    monkeypatch.setenv("DEMOS_RESULTS", str(cpu_record))
-    monkeypatch.setenv("DEMOS_STATIC", "1")
-
-    def boom(**_kw):
-        raise AssertionError("measured although a recorded run was asked for")
-
-    for demo in DEMOS:
-        monkeypatch.setattr(demo, "measure", boom)
-        monkeypatch.setattr(demo, "_memo", None)
-        values = {k: v for k, v in _recorded_values(demo).items() if k in demo.defaults()}
-        fig = demo.render(values, lambda f, m="": None)
-        assert any(t.get_text().startswith("Recorded on") for t in fig.texts), demo.key
-
-
 # =======================================================================================
 # GPU forms of the claims (run with `pytest -m gpu` on a CUDA machine)
 # =======================================================================================

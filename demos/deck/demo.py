@@ -209,6 +209,11 @@ class Demo:
     # what the slide claims of a measurement at the defaults: data -> {claim: holds?}; checked by
     # `make check` on the lecture's machine and by the shared tests on CI's CPU
     claims: Callable[[dict], dict[str, bool]] | None = None
+    # what the seed material reported on its GPU, in the measurement's own format, for the
+    # values given (None where it reported nothing): drawn as the reference until a recorded
+    # run (`make record`) exists; ``seed_source`` says where it was reported
+    seed: Callable[[dict], dict | None] | None = None
+    seed_source: str = ""
     topic: str = ""
 
     def __post_init__(self):
@@ -261,18 +266,16 @@ class Demo:
         return data
 
     # -- recorded runs -------------------------------------------------------------------
-    def reference(self, values: dict[str, Any] | None = None, record=None) -> dict | None:
+    def reference(self, values: dict[str, Any] | None = None, record=None, seed: bool = True) -> dict | None:
         """This demo's data in the reference record (``results.reference()``), stamped with the
-        record's machine and date, or None (no record, no section, or ``match`` disagrees)."""
+        record's machine and date; without one, what the seed reported (``seed``); else None."""
         if record is None:
             from demos.engine.results import reference
 
             record = reference()
-        if record is None:
-            return None
-        data = record.sections.get(self.topic, {}).get(self.name)
+        data = record.sections.get(self.topic, {}).get(self.name) if record is not None else None
         if not isinstance(data, dict):
-            return None
+            return self.seed_reference(values) if seed else None
         if values is not None:
             recorded_values = data.get("values", {})
             if any(k in recorded_values and recorded_values[k] != values.get(k) for k in self.match):
@@ -281,6 +284,20 @@ class Demo:
         out["recorded"] = True
         out["stamp"] = plots.machine_stamp(record.machine, data.get("extra", ""), record.created)
         out["machine_short"] = short_machine(record.machine)
+        return out
+
+    def seed_reference(self, values: dict[str, Any] | None = None) -> dict | None:
+        """The seed's reported figures for ``values``, stamped as reported (never as measured)."""
+        if self.seed is None:
+            return None
+        vals = self.defaults()
+        vals.update(values or {})
+        data = self.seed(vals)
+        if data is None:
+            return None
+        out = dict(data)
+        out.update(recorded=True, seed=True, machine_short="seed's GPU (reported)",
+                   stamp=f"reported by {self.seed_source or 'the seed material'} — not measured here")
         return out
 
     def record_into(self, rec, quick: bool = False) -> dict:
@@ -321,7 +338,7 @@ class Demo:
         from demos.deck.ui import recorded_only
 
         if recorded_only():
-            ref = self.reference(values)
+            ref = self.reference(values, seed=False)
             if ref is None:
                 raise DemoError(f"the recorded run has no {self.key} measurement"
                                 + (f" for {', '.join(f'{k}={values.get(k)}' for k in self.match)}"

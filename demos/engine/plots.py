@@ -80,7 +80,8 @@ def stamp_figure(fig: Figure, data: dict[str, Any], reference: dict[str, Any] | 
     recorded run is drawn beside it, that run's machine and date on a second line."""
     stamp(fig, data.get("stamp", ""), where="Recorded on" if data.get("recorded") else "Measured on")
     if reference is not None:
-        fig.text(0.005, 0.028, f"Beside it, recorded on: {reference.get('stamp', '?')}", fontsize=9,
+        where = "Beside it" if reference.get("seed") else "Beside it, recorded on"
+        fig.text(0.005, 0.028, f"{where}: {reference.get('stamp', '?')}", fontsize=9,
                  color="#555555", ha="left", va="bottom")
         try:
             fig.get_layout_engine().set(rect=(0, 0.07, 1, 0.93))
