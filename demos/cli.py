@@ -73,17 +73,21 @@ def _demos(names: str | None = None):
 def cmd_record(args: argparse.Namespace) -> int:
     from demos.engine.bench import bench, text_progress
     from demos.engine.errors import one_line
-    from demos.engine.results import check_writable
+    from demos.engine.results import RESULTS_DIR, Record, check_writable, default_filename
+    from demos.introspection.profiling import keeping_traces
 
-    out = check_writable(args.out)  # before a minute of measuring, not after
+    # the output is checked before minutes of measuring, not after
+    out = check_writable(args.out or RESULTS_DIR / default_filename(Record.new()))
     demos = _demos(args.demo)
     t0 = time.perf_counter()
     rec = bench(quick=args.quick, progress=text_progress())
     rec.label = "reference run" + (" (quick)" if args.quick else "")
+    traces = out.parent / f"{out.stem}-traces"
     for demo in demos:
         t1 = time.perf_counter()
         try:
-            demo.record_into(rec, quick=args.quick)
+            with keeping_traces(traces / demo.key, relative_to=out.parent):  # raw traces beside the record
+                demo.record_into(rec, quick=args.quick)
             print(f"recorded {demo.key}: {time.perf_counter() - t1:.1f} s", file=sys.stderr, flush=True)
         except Exception as exc:  # keep the rest of the record
             rec.sections.setdefault("errors", {})[demo.key] = one_line(exc)

@@ -366,3 +366,39 @@ def test_cuda_graph_replay_unlinked_device_work_and_malformed_events():
     assert [e["kind"] for e in run["lanes"]["device"]] == ["memcpy", "kernel", "kernel"]
     assert run["counts"]["kernels"] == 2 and run["counts"]["memcpy"] == 1
     assert run["wall_us"] == 200.0 and run["device"] == "cuda"
+
+
+@pytest.mark.slow
+def test_make_record_keeps_the_raw_traces_beside_the_record(tmp_path):
+    """`make record` on a GPU box keeps its real profiler traces, so a laptop can draw them."""
+    import subprocess
+    import sys
+
+    from demos.engine.results import Record
+
+    out = tmp_path / "box.json"
+    run = subprocess.run([sys.executable, "-m", "demos", "record", "--quick", "--demo", "eager.timeline",
+                          "--out", str(out)], capture_output=True, text=True, timeout=900,
+                         cwd=Path(__file__).resolve().parent.parent)
+    assert run.returncode == 0, run.stderr[-2000:]
+    data = Record.load(out).sections["eager"]["timeline"]
+    kept = out.parent / data["trace_file"]
+    assert kept.exists() and kept.name.endswith(".json.gz") and "eager.timeline" in data["trace_file"]
+    drawn = subprocess.run([sys.executable, "-m", "demos", "trace", str(kept), "--png", str(tmp_path / "t.png")],
+                           capture_output=True, text=True, timeout=300, cwd=Path(__file__).resolve().parent.parent)
+    assert drawn.returncode == 0 and "6 kernels" in drawn.stdout, drawn.stdout + drawn.stderr
+    assert (tmp_path / "t.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_record_refuses_an_unwritable_output_before_measuring(tmp_path):
+    import subprocess
+    import sys
+    import time
+
+    blocked = tmp_path / "file"
+    blocked.write_text("x")
+    t0 = time.perf_counter()
+    run = subprocess.run([sys.executable, "-m", "demos", "record", "--out", str(blocked / "r.json")],
+                         capture_output=True, text=True, timeout=300, cwd=Path(__file__).resolve().parent.parent)
+    assert run.returncode == 2 and "cannot create the folder" in run.stderr and "Traceback" not in run.stderr
+    assert time.perf_counter() - t0 < 60  # refused at once, nothing measured

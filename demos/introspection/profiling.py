@@ -115,6 +115,39 @@ def _resolve_target(target: Any, sync: Callable | None, device: str | None):
     return target, sync, device, {}
 
 
+_TRACE_SINK: list[tuple[Path, Path | None]] = []  # where `make record` keeps raw traces
+
+
+@contextlib.contextmanager
+def keeping_traces(folder: str | Path, relative_to: str | Path | None = None):
+    """Inside the block, every profiled run also keeps its raw trace (gzipped Kineto JSON) in
+    ``folder`` and names the file in its data (``trace_file``, relative to ``relative_to``):
+    `make record` keeps a GPU box's real traces beside the record, for `python -m demos trace`
+    or Perfetto on a laptop."""
+    _TRACE_SINK.append((Path(folder), Path(relative_to) if relative_to else None))
+    try:
+        yield Path(folder)
+    finally:
+        _TRACE_SINK.pop()
+
+
+def _sink_trace(text: bytes, label: str) -> str | None:
+    if not _TRACE_SINK:
+        return None
+    import gzip
+    import re
+
+    folder, base = _TRACE_SINK[-1]
+    folder.mkdir(parents=True, exist_ok=True)
+    stem = re.sub(r"[^A-Za-z0-9_.-]+", "-", label).strip("-") or "trace"
+    n = 1
+    while (folder / f"{stem}-{n}.json.gz").exists():
+        n += 1
+    path = folder / f"{stem}-{n}.json.gz"
+    path.write_bytes(gzip.compress(text))
+    return (path.relative_to(base) if base else path).as_posix()
+
+
 def profile_run(
     target: Any,
     *,
@@ -163,9 +196,13 @@ def profile_run(
             run = timeline_from_trace(read_trace(path), label=label, device=str(device), meta=tmeta)
             if best is None or (run["wall_us"] or 0.0) < (best["wall_us"] or 0.0):
                 best = run
-                best_text = path.read_bytes() if keep_trace else None
+                best_text = path.read_bytes() if (keep_trace or _TRACE_SINK) else None
     if keep_trace and best_text is not None:
         Path(keep_trace).write_bytes(best_text)
+    if best_text is not None:
+        kept = _sink_trace(best_text, label or "trace")
+        if kept:
+            best["trace_file"] = kept
     best["passes"] = max(1, passes)
     return best
 
