@@ -107,3 +107,43 @@ def test_a_failing_measurement_is_one_line_and_the_panel_survives(demo: Demo, mo
     assert panel.last_error and "\n" not in panel.last_error and "illegal memory access" in panel.last_error
     assert "⚠" in panel.status.value
     assert panel.renders == 0
+
+
+def test_an_instant_demo_opens_on_the_kept_result_and_measures_on_run(tmp_path, monkeypatch):
+    """Run-button sweeps and cold compiles open on what `make warm` kept (stamped so), measure only
+    on Run, and ignore a kept result that their code can no longer draw."""
+    import demos.deck.demo as dm
+    from demos.deck.demo import Choice
+
+    calls = []
+
+    def measure(n: int) -> dict:
+        calls.append(n)
+        return {"n": n, "extra": f"n={n}"}
+
+    def figure(data, reference):
+        from demos.engine import plots
+
+        fig, ax = plots.figure()
+        ax.set_title(data["stamp"])
+        ax.plot(range(data["n"]))
+        return fig
+
+    monkeypatch.setattr(dm, "LAST_DIR", tmp_path)
+    demo = Demo("sweep", "sweep", controls=[Choice("n", 3, options=[3, 4])], measure=measure, figure=figure,
+                run_button=True, topic="instantprobe")
+    demo.warm_up()
+    assert calls == [3] and list(tmp_path.glob("instantprobe.sweep-*.json"))
+    panel = demo.panel()
+    panel._build()
+    panel.update()
+    assert calls == [3] and panel.renders == 1 and panel.last_error is None  # drawn from the kept result
+    panel.button.click()
+    assert calls == [3, 3] and panel.renders == 2  # Run measures
+    for f in tmp_path.glob("*.json"):  # a kept result of an older shape is measured over, not shown as an error
+        f.write_text(json.dumps({"saved": "x", "source": dm._source_hash(demo), "data": {"stamp": "s"}}))
+    demo.forget()
+    panel = demo.panel()
+    panel._build()
+    panel.update()
+    assert panel.last_error is None and calls == [3, 3, 3]

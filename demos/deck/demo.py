@@ -204,7 +204,9 @@ class Demo:
     record: dict = field(default_factory=dict)
     record_quick: dict = field(default_factory=dict)
     to_record: Callable[[dict], dict] | None = None   # slims a measurement before it is stored
-    cold: bool = False     # the lesson is a cold compile: show `make warm`'s result, re-measure on Run
+    # the lesson is a cold compile: show `make warm`'s result at once, re-measure only on Run.
+    # Every Run-button demo (a sweep of seconds) does the same, so no slide waits at Shift+Enter.
+    cold: bool = False
     panel_class: type | None = None                   # a ui.Panel subclass for stateful demos
     # what the slide claims of a measurement at the defaults: data -> {claim: holds?}; checked by
     # `make check` on the lecture's machine and by the shared tests on CI's CPU
@@ -265,6 +267,10 @@ class Demo:
         data["values"] = vals
         return data
 
+    def forget(self) -> None:
+        """Drop the memoised measurement: the next run measures again."""
+        self._memo = None
+
     # -- recorded runs -------------------------------------------------------------------
     def reference(self, values: dict[str, Any] | None = None, record=None, seed: bool = True) -> dict | None:
         """This demo's data in the reference record (``results.reference()``), stamped with the
@@ -319,17 +325,26 @@ class Demo:
             return {}
         return {str(k): bool(v) for k, v in self.claims(data).items()}
 
+    @property
+    def instant(self) -> bool:
+        """The panel opens on the result `make warm` kept (cold demos and Run-button sweeps)."""
+        return self.cold or self.run_button
+
     # -- warming -------------------------------------------------------------------------
     def warm_up(self) -> None:
         """Compile what the live cell compiles at its default sizes (the persistent caches
         keep it); a cold demo also keeps its result for the panel to show at once."""
         if callable(self.warm):
             self.warm()
-            return
-        for over in self.warm:
+            overrides: Sequence[dict] = ()
+        else:
+            overrides = self.warm
+        for over in overrides:
             data = self.run(over)
-            if self.cold and not over:
+            if self.instant and not over:
                 save_last(self, data)
+        if self.instant and {} not in list(overrides):
+            save_last(self, self.run({}))
 
     # -- the panel ---------------------------------------------------------------------
     def render(self, values: dict[str, Any], progress: Progress):
@@ -366,7 +381,7 @@ class Demo:
             specs.append(c)
         cls = self.panel_class or ui.Panel
         panel = cls(self, specs)
-        if self.cold:
+        if self.instant and not overrides:
             panel.initial = load_last(self)
         return panel
 
@@ -399,7 +414,7 @@ def _jsonable(o: Any) -> Any:
 
 
 # =======================================================================================
-# The last result of a cold demo, kept by `make warm`
+# The last result of an instant demo (cold, or a Run-button sweep), kept by `make warm`
 # =======================================================================================
 LAST_DIR = CACHE_ROOT / "last"
 
@@ -410,12 +425,23 @@ def _last_path(demo: Demo) -> Path:
     return LAST_DIR / f"{demo.key}-{torch_device()}.json"
 
 
+def _source_hash(demo: Demo) -> str:
+    """What a kept result depends on: the source of the module that declared the demo."""
+    import hashlib
+
+    try:
+        return hashlib.sha256(Path(inspect.getsourcefile(sys.modules[demo.module])).read_bytes()).hexdigest()[:16]
+    except (KeyError, TypeError, OSError):
+        return ""
+
+
 def save_last(demo: Demo, data: dict) -> Path | None:
     path = _last_path(demo)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps({"saved": time.strftime("%Y-%m-%d %H:%M"), "data": data}, default=_jsonable))
+        tmp.write_text(json.dumps({"saved": time.strftime("%Y-%m-%d %H:%M"), "source": _source_hash(demo),
+                                   "data": data}, default=_jsonable))
         os.replace(tmp, path)
         return path
     except OSError as exc:
@@ -424,12 +450,13 @@ def save_last(demo: Demo, data: dict) -> Path | None:
 
 
 def load_last(demo: Demo) -> dict | None:
-    """The result `make warm` measured for a cold demo (None when there is none, or it is unreadable)."""
+    """The result `make warm` kept for an instant demo (None when there is none, it is unreadable,
+    or the demo's code changed since)."""
     path = _last_path(demo)
     try:
         saved = json.loads(path.read_text())
         data = saved["data"]
-        if not isinstance(data, dict):
+        if not isinstance(data, dict) or saved.get("source") != _source_hash(demo):
             return None
     except (OSError, ValueError, KeyError, TypeError):
         return None

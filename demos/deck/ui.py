@@ -60,7 +60,7 @@ class Panel:
         self.title = demo.title
         self.specs = list(specs)
         self.run_button = demo.run_button
-        self.initial: dict | None = None  # a cold demo's result from `make warm`, shown at once
+        self.initial: dict | None = None  # an instant demo's result from `make warm`, shown at once
         self.renders = 0
         self.last_png: bytes | None = None
         self.last_html: str = ""
@@ -100,7 +100,7 @@ class Panel:
         if self.run_button:
             self.button = w.Button(description="Run", button_style="primary", icon="play",
                                    layout=w.Layout(width="110px"))
-            self.button.on_click(lambda _b: self.update())
+            self.button.on_click(lambda _b: self.update(remeasure=True))
             row.append(self.button)
         else:
             for c in self._controls.values():
@@ -128,9 +128,13 @@ class Panel:
         self.last_values = values
         t0 = time.perf_counter()
         try:
+            result = None
             if self.initial is not None and self.renders == 0 and not recorded_only():
-                result = self.demo.figure(self.initial, self.demo.reference(values))
-            else:
+                try:
+                    result = self.demo.figure(self.initial, self.demo.reference(values))
+                except Exception:  # a kept result this code cannot draw: measure instead
+                    self.initial = None
+            if result is None:
                 result = self.render_fn(values, self.progress)
             self.last_error = None
         except Exception as exc:  # one line, kernel survives
@@ -153,8 +157,11 @@ class Panel:
         if os.environ.get("DEMOS_DEBUG"):
             traceback.print_exc()
 
-    def update(self) -> None:
-        """Recompute and redraw in place (the widgets' callback)."""
+    def update(self, remeasure: bool = False) -> None:
+        """Recompute and redraw in place (the widgets' callback); ``remeasure`` (the Run button)
+        measures again even where nothing changed."""
+        if remeasure:
+            self.demo.forget()
         from IPython.display import clear_output, display
 
         self._build()
@@ -197,9 +204,8 @@ class Panel:
             self.render_static()
             return None
         self._build()
-        cold = self.initial is not None
         self.update()
-        if cold and not self.last_error:
+        if self.initial is not None and not self.last_error:
             self.status.value = ("<span class='jitdeck-ok' style='color:#555'>the result `make warm` measured; "
                                  "press Run to measure it again</span>")
         from IPython.display import display
