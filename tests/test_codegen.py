@@ -285,3 +285,96 @@ ENTRY main {
     assert p["fusions"] == ["fusion kind=kOutput __custom_fusion"]
     assert p["library_calls"] == ["__cudnn$convForward"]
     assert p["matmuls"] == 2  # the dot in the output fusion + the cuDNN convolution
+
+
+# -- Showing code on a slide: excerpts (kernel bodies first, boilerplate folded), colours --
+def test_generated_excerpt_puts_the_triton_kernel_first_and_folds_its_metadata():
+    lines = codegen.generated_excerpt(_inductor("inductor_complex_activation_cuda.py"))
+    assert lines[0] == "# kernel 1/1: triton_poi_fused_add_cos_mul_relu_sin_0 (Triton)"
+    assert lines[1].startswith("def triton_poi_fused_add_cos_mul_relu_sin_0(")  # decorators folded
+    assert any("tl.load" in ln for ln in lines) and not any(ln.lstrip().startswith("@") for ln in lines)
+    wrapper = lines.index("# wrapper: call(args) — launches and allocations in order")
+    assert any(".run(arg0_1, arg1_1, buf0" in ln for ln in lines[wrapper:])
+    assert not any(ln.strip().startswith(("del ", "args.clear", "assert_size_stride")) for ln in lines[wrapper:])
+
+
+def test_cpp_kernel_folding_keeps_the_math_and_drops_the_plumbing():
+    body = """
+#include <torch/csrc/inductor/cpp_prefix.h>
+extern "C"  void  kernel(const float* in_ptr0,
+                       float* out_ptr0)
+{
+    std::atomic<int> inductor_cpu_integer_div_error{0};
+    for(int64_t x0=static_cast<int64_t>(0L); x0<static_cast<int64_t>(64L); x0+=static_cast<int64_t>(16L))
+    {
+        auto tmp0 = at::vec::Vectorized<float>::loadu(in_ptr0 + static_cast<int64_t>(x0), static_cast<int64_t>(16));
+        auto tmp1 = tmp0.sin();
+    }
+}
+"""
+    lines = codegen.fold_cpp(body)
+    text = "\n".join(lines)
+    assert 'extern "C"  void  kernel(const float* in_ptr0, float* out_ptr0)' in text
+    assert "for(int64_t x0=0; x0<64; x0+=16)" in text and "Vec::loadu(in_ptr0 + x0, 16)" in text
+    assert "tmp0.sin()" in text and "#include" not in text and "integer_div_error" not in text
+    assert lines[-1].startswith("// (") and "folded" in lines[-1]
+
+
+def test_hlo_excerpt_puts_fusions_first_and_strips_metadata():
+    hlo = """HloModule m, entry_computation_layout={(f32[4]{0})->f32[4]{0}}
+
+ENTRY %main (x: f32[4]) -> f32[4] {
+  %x = f32[4]{0} parameter(0), metadata={op_name="x"}
+  ROOT %f = f32[4]{0} fusion(%x), kind=kLoop, calls=%fused_computation, metadata={op_name="y"}
+}
+
+%fused_computation (p: f32[4]) -> f32[4] {
+  %p = f32[4]{0} parameter(0)
+  ROOT %s = f32[4]{0} sine(%p), metadata={op_name="jit(f)/sin"}
+}
+"""
+    ex = codegen.hlo_excerpt(hlo)
+    assert ex[0].startswith("%fused_computation")
+    assert any("sine(%p)" in ln for ln in ex) and any(ln.startswith("ENTRY") for ln in ex)
+    assert not any("metadata" in ln or "parameter(" in ln for ln in ex)
+    assert ex.index(next(ln for ln in ex if ln.startswith("ENTRY"))) > 1
+    assert codegen.strip_hlo('  %d = f32[4,8]{1,0} dot(%a, %b), metadata={op_name="d"}') == "  %d = f32[4,8] dot(%a, %b)"
+
+
+def test_stablehlo_excerpt_drops_locations_and_the_module_wrapper():
+    text = '''module @jit_f attributes {mhlo.num_partitions = 1 : i32} {
+  func.func public @main(%arg0: tensor<4xf32> loc("x")) -> (tensor<4xf32> {jax.result_info = "result"}) {
+    %0 = stablehlo.sine %arg0 : tensor<4xf32> loc(#loc3)
+    return %0 : tensor<4xf32> loc(#loc)
+  } loc(#loc)
+} loc(#loc)
+#loc = loc(unknown)
+'''
+    assert codegen.stablehlo_excerpt(text) == [
+        'func.func public @main(%arg0: tensor<4xf32> loc("x")) -> (tensor<4xf32>) {',
+        "  %0 = stablehlo.sine %arg0 : tensor<4xf32>", "  return %0 : tensor<4xf32>", "}"]
+
+
+def test_color_layers_partition_every_character():
+    from demos.engine.plots import color_layers
+
+    lines = ["  %add.0 = f32[8]{0} add(%a, %b)  // sum", "def f(x):  # 'c'", "auto tmp0 = 1.5e3;"]
+    layers = color_layers(lines)
+    assert {"comment", "shape", "call", "var", "keyword", "number"} <= set(layers)
+    for i, line in enumerate(lines):
+        rebuilt = [" "] * len(line)
+        for layer in layers.values():
+            for j, ch in enumerate(layer[i]):
+                if ch != " ":
+                    assert rebuilt[j] == " ", (line, j)  # no character drawn twice
+                    rebuilt[j] = ch
+        assert "".join(rebuilt).rstrip() == line.rstrip()
+
+
+def test_fresh_copy_is_the_same_function_with_a_new_code_object():
+    def f(x, *, k=2):
+        return x * k
+
+    g = codegen.fresh_copy(f)
+    assert g is not f and g.__code__ is not f.__code__ and g.__code__ == f.__code__
+    assert (g(3), g(3, k=5), g.__name__, g.__qualname__) == (6, 15, f.__name__, f.__qualname__)

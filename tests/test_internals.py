@@ -1,4 +1,7 @@
-"""Part 4 — inside the compilers: parsers, claims (CPU and GPU forms), the demos' own behaviour, record, notebook."""
+"""Part 4 — inside the compilers: the slides' claims (CPU and GPU forms), the demos' own behaviour, record.
+
+The log parsers are tests/test_dynamo.py, the code excerpts and code drawing tests/test_codegen.py;
+drawing, recording and moving every control of each demo is tests/test_demos.py."""
 from __future__ import annotations
 
 import time
@@ -7,127 +10,17 @@ import numpy as np
 import pytest
 
 import demos  # noqa: F401  (environment before torch/JAX)
-from demos.topics import internals
 from demos.engine.errors import DemoError
 from demos.engine.results import Record
-
-# A guard tree in the shape torch 2.13's `guards` log prints (trimmed by hand).
-TREE = """
-TREE_GUARD_MANAGER:
-+- RootGuardManager
-| +- LAMBDA_GUARD: torch._functorch.aot_autograd.utils.top_saved_tensors_hooks ids == None  # x
-| +- GLOBAL_STATE: ___check_global_state() against {"grad_mode":true,"num_threads":2,"autocast_state":{"enabled":[false,false]}}
-| +- TORCH_FUNCTION_MODE_STACK: ___check_torch_function_mode_stack()
-| +- DEFAULT_DEVICE: utils_device.CURRENT_DEVICE == None                           # _dynamo/output_graph.py:1122
-| +- GuardManager: source=L['x'], accessed_by=FrameLocalsGuardAccessor(key='x', framelocals_idx=0)
-| | +- TENSOR_MATCH: check_tensor(L['x'], Tensor, DispatchKeySet(CUDA, BackendSelect, ADInplaceOrView, AutogradCUDA), torch.bfloat16, device=0, requires_grad=True, size=[32, 128], stride=[128, 1])  # a = f(x)  # t.py:3 in f
-| | +- DIMENSION_DYNAMIC_MARKING_GUARD: hasattr(L['x'], '_dynamo_dynamic_indices') == False  # a
-| | +- DIMENSION_DYNAMIC_MARKING_GUARD: hasattr(L['x'], '_dynamo_static_indices') == False  # a
-| | +- NO_TENSOR_ALIASING: check_no_aliasing(L['x'], L['y'])
-| +- GuardManager: source=G, accessed_by=GlobalsGuardAccessor, type=<class 'dict'>
-| | +- GuardManager: source=G['torch'], accessed_by=DictGetItemGuardAccessor('torch')
-| | | +- ID_MATCH: ___check_obj_id(G['torch'], 1401), type=<class 'module'>  # a
-| | | +- GuardManager: source=G['torch'].sin, accessed_by=GetAttrGuardAccessor(sin)
-| | | | +- ID_MATCH: ___check_obj_id(G['torch'].sin, 1402), type=<class 'builtin_function_or_method'>  # a
-"""
-
-
-# =======================================================================================
-# Parsers and drawing helpers (pure functions of text)
-# =======================================================================================
-def test_guard_leaves_count_checks_not_managers():
-    leaves = internals.guard_leaves(TREE)
-    kinds = [k for k, _ in leaves]
-    assert len(leaves) == 10
-    assert kinds.count("TENSOR_MATCH") == 1 and kinds.count("ID_MATCH") == 2
-    assert "GuardManager" not in " ".join(kinds)
-
-
-def test_plain_guards_say_dtype_device_shape_stride_in_words():
-    words = internals.plain_guards(TREE)
-    assert words[0] == "x: bfloat16 on cuda:0, shape [32,128], stride [128,1], requires grad"
-    assert "x: no dynamic-shape marks (2 checks)" in words
-    assert "x and y do not share memory" in words
-    assert "same objects: torch.sin" in words
-    assert any(w.startswith("global state unchanged (grad mode on, 2 threads, autocast off)") for w in words)
-    assert "no default-device override" in words and "no saved-tensor hooks" in words
-
-
-def test_failed_guard_strips_the_compile_id():
-    msg = ("Recompiling function f in /x.py:10\n    triggered by the following guard failure(s):\n"
-           "    - 0/1: tensor 'x' dtype mismatch. expected Double, actual Float\n"
-           "    - 0/0: tensor 'x' size mismatch at index 0. expected 1000, actual 500")
-    assert internals.failed_guard(msg) == "tensor 'x' dtype mismatch. expected Double, actual Float"
-    assert internals.failed_guard("nothing here") == ""
-
-
-def test_plain_reason_names_the_branch_and_the_print():
-    assert "data-dependent branch" in internals.plain_reason("generic_jump TensorVariable()")
-    assert "print" in internals.plain_reason("Failed to trace builtin operator\n Dynamo does not know how to "
-                                             "trace builtin operator `print` with argument types ['str']")
-
-
-def test_color_layers_partition_every_character():
-    lines = ["  %add.0 = f32[8]{0} add(%a, %b)  // sum", "def f(x):  # 'c'", "auto tmp0 = 1.5e3;"]
-    layers = internals.color_layers(lines)
-    assert {"comment", "shape", "call", "var", "keyword", "number"} <= set(layers)
-    for i, line in enumerate(lines):
-        rebuilt = [" "] * len(line)
-        for layer in layers.values():
-            for j, ch in enumerate(layer[i]):
-                if ch != " ":
-                    assert rebuilt[j] == " ", (line, j)  # no character drawn twice
-                    rebuilt[j] = ch
-        assert "".join(rebuilt).rstrip() == line.rstrip()
-
-
-def test_hlo_excerpt_puts_fusions_first_and_strips_metadata():
-    hlo = """HloModule m, entry_computation_layout={(f32[4]{0})->f32[4]{0}}
-
-ENTRY %main (x: f32[4]) -> f32[4] {
-  %x = f32[4]{0} parameter(0), metadata={op_name="x"}
-  ROOT %f = f32[4]{0} fusion(%x), kind=kLoop, calls=%fused_computation, metadata={op_name="y"}
-}
-
-%fused_computation (p: f32[4]) -> f32[4] {
-  %p = f32[4]{0} parameter(0)
-  ROOT %s = f32[4]{0} sine(%p), metadata={op_name="jit(f)/sin"}
-}
-"""
-    ex = internals.hlo_excerpt(hlo)
-    assert ex[0].startswith("%fused_computation")
-    assert any("sine(%p)" in ln for ln in ex) and any(ln.startswith("ENTRY") for ln in ex)
-    assert not any("metadata" in ln or "parameter(" in ln for ln in ex)
-    assert ex.index(next(ln for ln in ex if ln.startswith("ENTRY"))) > 1
-
-
-def test_cpp_kernel_folding_keeps_the_math_and_drops_the_plumbing():
-    body = """
-#include <torch/csrc/inductor/cpp_prefix.h>
-extern "C"  void  kernel(const float* in_ptr0,
-                       float* out_ptr0)
-{
-    std::atomic<int> inductor_cpu_integer_div_error{0};
-    for(int64_t x0=static_cast<int64_t>(0L); x0<static_cast<int64_t>(64L); x0+=static_cast<int64_t>(16L))
-    {
-        auto tmp0 = at::vec::Vectorized<float>::loadu(in_ptr0 + static_cast<int64_t>(x0), static_cast<int64_t>(16));
-        auto tmp1 = tmp0.sin();
-    }
-}
-"""
-    lines = internals._fold_cpp(body)
-    text = "\n".join(lines)
-    assert 'extern "C"  void  kernel(const float* in_ptr0, float* out_ptr0)' in text
-    assert "for(int64_t x0=0; x0<64; x0+=16)" in text and "Vec::loadu(in_ptr0 + x0, 16)" in text
-    assert "tmp0.sin()" in text and "#include" not in text and "integer_div_error" not in text
-    assert lines[-1].startswith("// (") and "folded" in lines[-1]
-
+from demos.introspection import dynamo
+from demos.topics import internals
 
 # =======================================================================================
 # Claims the slides make (CPU path)
 # =======================================================================================
 def test_claim_branch_breaks_dynamo_with_the_if_line_and_jax_jit_refuses():
     d = internals.measure_breaks("branch", fresh=True)
+    assert all(internals.breaks_claims(d).values()), internals.breaks_claims(d)
     t = d["torch"]
     assert t["breaks"] >= 1 and t["graphs"] >= 2
     r = t["reasons"][0]
@@ -150,6 +43,7 @@ def test_claim_same_counts_as_torch_dynamo_explain():
 
 def test_claim_print_breaks_dynamo_and_runs_once_at_trace_time_under_jit():
     d = internals.measure_breaks("print", fresh=True)
+    assert all(internals.breaks_claims(d).values()), internals.breaks_claims(d)
     assert d["torch"]["breaks"] >= 1 and "print" in d["torch"]["reasons"][0]["plain"]
     assert d["torch"]["reasons"][0]["source"].startswith("print(")
     j = d["jax"]
@@ -164,10 +58,10 @@ def test_claim_fixed_versions_are_one_graph_and_run_under_jit_with_matching_outp
     internals._bind_frameworks(need_jax=True)
     x = internals._inputs_1d(4096, "float32", sign=sign)
     eager_branch = internals.branch_torch(x).numpy()  # the broken original, eager: the truth
-    ex = internals.explain_torch(v["torch"], x)
+    ex = dynamo.explain(v["torch"], x)
     assert (ex["graphs"], ex["breaks"]) == (1, 0)
     np.testing.assert_allclose(ex["output"].numpy(), eager_branch, rtol=2e-3, atol=2e-3)
-    ja = internals.jit_attempt(v["jax"], internals._to_jax(x))
+    ja = dynamo.jit_attempt(v["jax"], internals._to_jax(x), printed_to=internals.LOG)
     assert ja["ok"], ja["error"]
     np.testing.assert_allclose(np.asarray(ja["output"]), eager_branch, rtol=2e-3, atol=2e-3)
 
@@ -185,6 +79,7 @@ def test_claim_complex_activation_is_one_fused_kernel_and_one_hlo_fusion():
     d = internals.measure_pipeline("complex_activation", "small")
     t, j = d["torch"], d["jax"]
     assert "error" not in t and "error" not in j, (t.get("error"), j.get("error"))
+    assert all(internals.pipeline_claims(d).values()), internals.pipeline_claims(d)
     assert t["counts"]["graphs"] == 1 and t["counts"]["kernels"] == 1 and t["counts"]["library calls"] == 0
     if d["device"] == "cpu":
         assert t["kernel_lang"] == "C++/OpenMP" and t["kernels"][0].startswith("cpp_fused_")
@@ -200,6 +95,7 @@ def test_claim_complex_activation_is_one_fused_kernel_and_one_hlo_fusion():
 
 def test_claim_matmul_workload_keeps_library_calls_and_fuses_the_rest():
     d = internals.measure_pipeline("mlp_block", "small")
+    assert all(internals.pipeline_claims(d).values()), internals.pipeline_claims(d)
     c = d["torch"]["counts"]
     assert c["library calls"] == 2 and 1 <= c["kernels"] <= 4, c
     assert d["jax"]["counts"]["HLO fusions"] >= 2
@@ -214,6 +110,8 @@ def test_claim_matmul_workload_keeps_library_calls_and_fuses_the_rest():
 ])
 def test_claim_a_changed_input_recompiles_and_names_its_guard(change, words):
     d = internals.measure_guards(change)
+    assert internals.CHANGE_WORDS[change] == words
+    assert all(internals.guards_claims(d).values()), internals.guards_claims(d)
     assert d["recompiled"] and d["compiles"] == 2
     assert words in d["failed_guard"] and "'x'" in d["failed_guard"], d["failed_guard"]
     assert [c["compiled"] for c in d["calls"]] == [True, False, True]
@@ -223,6 +121,7 @@ def test_claim_same_properties_do_not_recompile_and_the_hit_is_cheaper():
     d = internals.measure_guards(CHANGE_NOTHING := internals.CHANGES[0])
     assert CHANGE_NOTHING.startswith("nothing")
     assert not d["recompiled"] and d["compiles"] == 1 and d["failed_guard"] == ""
+    assert all(internals.guards_claims(d).values()), internals.guards_claims(d)
     first, hit, _ = (c["seconds"] for c in d["calls"])
     assert hit < first  # a guard check + call vs a capture (≥ 10x apart in practice)
 
@@ -247,6 +146,25 @@ def test_capture_cost_rows_are_measured_with_graph_counts():
     assert rows["compile_branch"]["graphs"] == 2
     assert rows["compile_where"]["graphs"] == rows["compile_cond"]["graphs"] == 1
     assert rows["eager"]["graphs"] == 0
+    assert all(internals.cost_claims(d).values()), internals.cost_claims(d)
+
+
+def test_claims_fail_when_the_measurement_contradicts_the_slide():
+    """The claims read the data: a measurement that says otherwise makes them false."""
+    import copy
+
+    d = copy.deepcopy(internals.measure_breaks("branch"))
+    d["torch"].update(graphs=1, breaks=0)
+    d["jax"].update(ok=True, error_type="")
+    assert not any(v for k, v in internals.breaks_claims(d).items() if "matches eager" not in k)
+    g = copy.deepcopy(internals.measure_guards("shape → N/2"))
+    g["failed_guard"], g["calls"][1]["compiled"] = "tensor 'x' dtype mismatch", True
+    c = internals.guards_claims(g)
+    assert not c["shape → N/2: recompiles, and the failed guard says 'size mismatch'"]
+    assert not c["call 1 captures; call 2, same kind of inputs, is a cache hit"]
+    p = copy.deepcopy(internals.measure_pipeline("complex_activation", "small"))
+    p["torch"]["counts"]["kernels"], p["jax"]["counts"]["HLO fusions"] = 2, 3
+    assert sum(internals.pipeline_claims(p).values()) == 1  # only "1 graph" still holds
 
 
 def test_rerunning_gives_the_same_answers():
@@ -403,6 +321,7 @@ def test_gpu_complex_activation_is_one_triton_kernel_and_one_fusion():
     assert t["kernels"][0].startswith("triton_")
     assert d["jax"]["counts"]["HLO fusions"] >= 1
     assert any("tl.load" in ln or "tl.store" in ln for ln in t["stages"]["generated code"])
+    assert all(internals.pipeline_claims(d).values()), internals.pipeline_claims(d)
 
 
 @pytest.mark.gpu
@@ -410,6 +329,7 @@ def test_gpu_guards_name_the_cuda_device_and_dtype_change_recompiles():
     d = internals.measure_guards("dtype → float64")
     assert any(g.startswith("x: float32 on cuda") for g in d["guards_plain"]), d["guards_plain"]
     assert d["recompiled"] and "dtype mismatch" in d["failed_guard"]
+    assert all(internals.guards_claims(d).values()), internals.guards_claims(d)
 
 
 @pytest.mark.gpu
@@ -418,6 +338,7 @@ def test_gpu_one_graph_where_beats_the_broken_compile():
     rows = {r["key"]: r for r in d["rows"]}
     assert rows["compile_branch"]["graphs"] == 2
     assert rows["compile_where"]["median_s"] < rows["compile_branch"]["median_s"], rows
+    assert len(internals.cost_claims(d)) == 3 and all(internals.cost_claims(d).values()), internals.cost_claims(d)
 
 
 # =======================================================================================

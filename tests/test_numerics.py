@@ -36,6 +36,8 @@ def test_fused_and_eager_agree_within_the_stated_tolerance(workload, dtype):
     assert d["pairs"], "no compiled/eager pair measured"
     for pair, s in d["pairs"].items():
         assert s["tol_used"] <= 1.0, (pair, s)
+    claims = nu.numerics_claims(d)
+    assert all(claims.values()), claims
 
 
 def test_float32_differences_are_tiny():
@@ -54,6 +56,17 @@ def test_bf16_difference_is_visible_and_compiled_is_closer_to_float64():
     assert s["differ_frac"] > 0.01
     err = {b: v["max_abs"] for b, v in d["vs_float64"].items()}
     assert err["torch_compile"] < err["torch_eager"], err
+    claims = nu.live.check_claims(d)
+    assert len(claims) == 3 and all(claims.values()), claims
+
+
+def test_claims_fail_when_compiled_strays_beyond_the_tolerance():
+    import copy
+
+    d = copy.deepcopy(nu.measure_numerics("complex_activation", "bfloat16"))
+    d["pairs"]["torch_compile|torch_eager"]["tol_used"] = 1.5
+    d["vs_float64"]["torch_compile"]["max_abs"] = 1.0
+    assert sum(nu.numerics_claims(d).values()) == 1  # only "visibly differ" still holds
 
 
 def test_numerics_panel_bad_input_one_line(monkeypatch):
@@ -103,3 +116,4 @@ def test_gpu_fused_and_eager_agree_within_tolerance():
     err = {b: v["max_abs"] for b, v in d["vs_float64"].items()}
     assert d["pairs"]["torch_compile|torch_eager"]["max_abs"] > 0
     assert err["torch_compile"] <= err["torch_eager"], err
+    assert all(nu.numerics_claims(d).values()), nu.numerics_claims(d)  # the slide says "closer": strictly

@@ -1,6 +1,7 @@
 """Part 5 — the bill: compile latency, recompilation (counted, not assumed), the stateful live panel.
 
-Drawing, recording and moving every control of each demo is tests/test_demos.py."""
+The log parsers are tests/test_dynamo.py; drawing, recording and moving every control of each
+demo is tests/test_demos.py."""
 from __future__ import annotations
 
 import json
@@ -9,8 +10,10 @@ import math
 import pytest
 
 import demos  # noqa: F401  (environment before torch/JAX)
-from demos.topics import recompilation as rc
+from demos.engine import coldcompile
 from demos.engine.errors import DemoError
+from demos.introspection import dynamo
+from demos.topics import recompilation as rc
 
 LENGTHS = rc.sweep_lengths(12)  # compare_modes' default: 24 calls, 12 distinct lengths (more than the limit)
 
@@ -47,17 +50,6 @@ def test_break_even_by_hand():
     assert rc._fmt_calls(0.4) == "1 call"
 
 
-def test_reason_parsers():
-    torch_msg = ("Recompiling function step in <x>:2\n    triggered by the following guard failure(s):\n"
-                 "    - 0/1: tensor 'x' size mismatch at index 1. expected 64, actual 65\n"
-                 "    - 0/0: tensor 'x' size mismatch at index 1. expected 32, actual 65")
-    assert rc.torch_reason(torch_msg) == "tensor 'x' size mismatch at index 1. expected 64, actual 65"
-    jax_msg = ("TRACING CACHE MISS at f.py:1 (<module>):\n  for step defined at <x>:2\n  all previously seen "
-               "cache keys differ. For the closest previous key:\n  different input types:\n"
-               "  * at x, now f32[4,50,64] and before f32[4,37,64]")
-    assert rc.jax_reason(jax_msg) == "at x, now f32[4,50,64] and before f32[4,37,64]"
-
-
 def test_summarize_by_hand():
     evs = [rc.Event(0, 10, 10, 1.0, compiled=True), rc.Event(1, 10, 10, 0.01),
            rc.Event(2, 11, 11, 0.03, fallback=True), rc.Event(3, 10, 10, 0.02)]
@@ -89,7 +81,7 @@ def _n_buckets(lengths, bucket):
 
 def test_static_compiles_once_per_shape_until_the_limit_then_runs_eager(sweeps):
     d = sweeps["modes"]["static"]
-    limit = rc.recompile_limit()
+    limit = dynamo.recompile_limit()
     assert limit == 8  # torch's default, as the slides say
     distinct = len(set(LENGTHS))
     assert distinct > limit
@@ -106,6 +98,24 @@ def test_static_compiles_once_per_shape_until_the_limit_then_runs_eager(sweeps):
     # each recompile names the failed guard (the size of x)
     reasons = [e["reason"] for e in d["events"] if e["compiled"]][1:]
     assert all("size mismatch" in r for r in reasons), reasons
+    claims = rc.mode_claims("static", d)
+    assert len(claims) == 3 and all(claims.values()), claims
+
+
+def test_every_modes_claims_hold_and_can_fail(sweeps):
+    claims = rc.modes_claims(sweeps)
+    assert all(claims.values()), claims
+    assert len(claims) >= 1 + 3 + 4 + 1  # every mode ran, static's three, auto/mark_dynamic/bucket/eager, the trap
+    import copy
+
+    bad = copy.deepcopy(sweeps)
+    bad["modes"]["static"]["summary"]["total_s"] = 0.0  # a static sweep cheaper than eager: no trap
+    bad["modes"]["mark_dynamic"]["compiles"] = 2
+    bad["modes"]["auto"]["events"][1]["symbolic"] = False
+    failed = {k for k, ok in rc.modes_claims(bad).items() if not ok}
+    assert failed == {"the recurring trap: dynamic=False's sweep takes longer than eager's, auto dynamic's and "
+                      "mark_dynamic's", "mark_dynamic: 1 compile",
+                      "automatic dynamic: at most 2 compiles, the second with a symbolic length"}, failed
 
 
 def test_automatic_dynamic_compiles_at_most_twice(sweeps):
@@ -156,7 +166,7 @@ def test_rerunning_the_sweep_gives_the_same_counts(sweeps):
 @pytest.fixture(scope="module")
 def latency():
     """One Run of the compile-latency panel: two fresh worker processes
-    (``python -m demos.topics.recompilation --compile-worker``), cold then warm cache."""
+    (``python -m demos.engine.coldcompile SPEC``), cold then warm cache."""
     return rc.compile_latency.run({"workload": "complex_activation"})
 
 
@@ -171,11 +181,27 @@ def test_cold_compile_is_slower_than_warm_cache(latency, artifacts):
         # the XLA compile step proper: compiling from scratch vs loading from the persistent cache
         key = "XLA compile (or cache load)"
         assert j["cold"]["parts"][key] > j["warm"]["parts"][key], (j["cold"]["parts"], j["warm"]["parts"])
+    claims = rc.latency_claims(data)
+    assert all(claims.values()) and len(claims) == 2 + ("jax_jit" in data["backends"]), claims
     for e in data["backends"].values():
         for k in ("cold", "warm"):
             be = e[k]["break_even_calls"]
             expected = rc.break_even(e[k]["compile_s"], e["eager_s"], e["steady_s"])
             assert be == expected or (math.isinf(be) and math.isinf(expected))
+
+
+def test_cold_compile_worker_is_its_own_entry_point(tmp_path, monkeypatch):
+    """`python -m demos.engine.coldcompile SPEC` prints one JSON line (a bad workload is one
+    error line for the parent); without a SPEC it prints its usage."""
+    import subprocess
+    import sys
+
+    usage = subprocess.run([sys.executable, "-m", "demos.engine.coldcompile"], capture_output=True, text=True)
+    assert usage.returncode == 2 and "usage: python -m demos.engine.coldcompile SPEC" in usage.stderr
+    spec = {"workload": "no_such_workload", "backends": ["torch_compile"], "dtype": "float32", "params": None,
+            "budget_s": 0.01}
+    with pytest.raises(DemoError, match="compile worker failed: .*no_such_workload"):
+        coldcompile.run(spec, str(tmp_path))
 
 
 # ---------------------------------------------------------------------------------------
@@ -243,7 +269,7 @@ def test_live_panel_static_render_draws_a_full_sweep(monkeypatch):
     assert p.last_error is None and p.last_png and drawn
     d = drawn[-1]
     assert d["mode"] == "static" and [e["S"] for e in d["events"]] == rc.sweep_lengths()
-    assert d["compiles"] == rc.recompile_limit() and "stamp" in d
+    assert d["compiles"] == dynamo.recompile_limit() and "stamp" in d
 
 
 def test_compile_latency_is_a_cold_panel(latency, tmp_path, monkeypatch):
@@ -324,12 +350,14 @@ def test_verdict_from_this_sessions_measurements(sweeps, latency, monkeypatch):
 def test_gpu_recompilation_counts_and_latency():
     """The same claims on a GPU: counts do not depend on the device; cold > warm."""
     d = rc.measure_modes(modes=("static", "auto", "mark_dynamic", "bucket", "eager"))
-    assert d["modes"]["static"]["compiles"] == rc.recompile_limit()
-    assert d["modes"]["static"]["limit_hit_at"] == rc.recompile_limit()
+    assert d["modes"]["static"]["compiles"] == dynamo.recompile_limit()
+    assert d["modes"]["static"]["limit_hit_at"] == dynamo.recompile_limit()
     assert d["modes"]["auto"]["compiles"] <= 2
     assert d["modes"]["mark_dynamic"]["compiles"] == 1
     assert d["modes"]["bucket"]["compiles"] == _n_buckets(LENGTHS, d["modes"]["bucket"]["bucket"])
     assert d["modes"]["static"]["summary"]["total_s"] > 2 * d["modes"]["eager"]["summary"]["total_s"]
+    assert all(rc.modes_claims(d).values()), rc.modes_claims(d)
     lat = rc.measure_compile_latency("complex_activation", backends=("torch_compile",))
     t = lat["backends"]["torch_compile"]
     assert t["cold"]["first_s"] > 1.5 * t["warm"]["first_s"]
+    assert all(rc.latency_claims(lat).values()), rc.latency_claims(lat)

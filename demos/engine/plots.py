@@ -132,3 +132,97 @@ def message_figure(text: str, title: str = "") -> Figure:
     if title:
         ax.set_title(title)
     return fig
+
+
+# =======================================================================================
+# Code on a figure: syntax colours in monospace layers, rasterised by PIL; text columns
+# =======================================================================================
+import functools  # noqa: E402
+import re  # noqa: E402
+
+CODE_COLORS = {"text": "#1a1a1a", "comment": "#6a737d", "string": "#a31515", "keyword": "#7d3c98",
+               "call": "#0057a8", "shape": "#007a5e", "number": "#b35900", "var": "#444444"}
+# one pattern for Python, C++, Triton, jaxpr, StableHLO and HLO: comments, strings, shapes/dtypes,
+# keywords, calls, HLO/MLIR values, numbers (the group name is the colour)
+_TOKEN = re.compile(
+    r"(?P<comment>(?:#|//)(?!include).*$)"
+    r"|(?P<string>'[^']*'|\"[^\"]*\")"
+    r"|(?P<shape>\b(?:f|bf|s|u|pred|i)\d*\[[^\]]*\]|tensor<[^>]*>|\bf32\b|\bbf16\b|\bfloat32\b|\bbfloat16\b)"
+    r"|(?P<keyword>\b(?:def|return|for|if|else|in|let|lambda|auto|const|ROOT|ENTRY|fusion|func\.func|kind|calls|with|"
+    r"tl\.\w+|extern|void|float|int64_t|public)\b)"
+    r"|(?P<call>[A-Za-z_][\w.]*(?=\())"
+    r"|(?P<var>%[\w.\-#]+)"
+    r"|(?P<number>\b\d+(?:\.\d+)?(?:[eE][-+]?\d+)?\b)",
+    re.M,
+)
+
+
+def color_layers(lines: list[str]) -> dict[str, list[str]]:
+    """Split lines into one same-width layer per colour (spaces elsewhere): monospace text
+    drawn layer over layer lines up exactly, one draw call per colour and line."""
+    layers: dict[str, list[str]] = {k: [] for k in CODE_COLORS}
+    for line in lines:
+        kinds = ["text"] * len(line)
+        for m in _TOKEN.finditer(line):
+            kinds[m.start():m.end()] = [m.lastgroup or "text"] * (m.end() - m.start())
+        for k in CODE_COLORS:
+            layers[k].append("".join(ch if kd == k else " " for ch, kd in zip(line, kinds)).rstrip())
+    return {k: rows for k, rows in layers.items() if any(r.strip() for r in rows)}
+
+
+@functools.lru_cache(maxsize=None)
+def _mono_font(px: int, bold: bool = False):
+    from matplotlib.font_manager import FontProperties, findfont
+    from PIL import ImageFont
+
+    return ImageFont.truetype(findfont(FontProperties(family="DejaVu Sans Mono", weight="bold" if bold else "normal")), px)
+
+
+def draw_code(fig: Figure, x0: float, y_top: float, width: float, height: float, lines: list[str], *,
+              fontsize: float = 10.0, mark: set[int] | None = None) -> int:
+    """Draw ``lines`` as coloured monospace code in a box of figure coordinates, clipped to
+    it (long lines end in …; the last line says how many more); lines in ``mark`` get a
+    highlighted background. Returns how many lines were drawn.
+
+    The box is rasterised with PIL and placed as one image: matplotlib 3.11's Agg renders text
+    glyph by glyph (~0.3 ms each here), which made a page of code cost a second per redraw."""
+    import numpy as np
+    from PIL import Image, ImageDraw
+
+    W, H = fig.get_size_inches() * DPI
+    font, bold = _mono_font(round(fontsize * DPI / 72)), _mono_font(round(fontsize * DPI / 72), True)
+    cw, lh = font.getlength("M"), fontsize * 1.32 * DPI / 72.0
+    max_chars, max_lines = max(10, int(width * W / cw) - 1), max(1, int(height * H / lh))
+    shown = [ln if len(ln) <= max_chars else ln[:max_chars - 1] + "…" for ln in lines[:max_lines]]
+    if len(lines) > max_lines:
+        shown[-1] = f"… {len(lines) - max_lines + 1} more lines"
+    img = Image.new("RGB", (int(width * W), max(1, round(len(shown) * lh))), "white")
+    draw = ImageDraw.Draw(img)
+    for i in sorted(i for i in (mark or ()) if i < len(shown)):
+        draw.rectangle((0, round(i * lh), img.width, round((i + 1) * lh)), fill="#ffe9b3")
+    for kind, layer in color_layers(shown).items():
+        for i, text in enumerate(layer):
+            if text.strip():
+                draw.text((0, round(i * lh)), text, font=bold if kind == "call" else font, fill=CODE_COLORS[kind])
+    fig.figimage(np.asarray(img), xo=int(x0 * W), yo=int(y_top * H) - img.height, origin="upper")
+    return len(shown)
+
+
+def text_lines(fig: Figure, x: float, y: float, lines: list[str], step: float = 0.062, **kw: Any) -> float:
+    """Draw lines one under another from y down (figure coordinates); return the y below the last."""
+    for line in lines:
+        fig.text(x, y, line, va="top", **kw)
+        y -= step
+    return y
+
+
+def two_columns(fig: Figure) -> None:
+    """A thin vertical rule down the middle of the figure (two side-by-side columns)."""
+    from matplotlib.lines import Line2D
+
+    fig.add_artist(Line2D([0.5, 0.5], [0.06, 0.98], transform=fig.transFigure, color="#cccccc", lw=1))
+
+
+def where_measured(data: dict[str, Any]) -> str:
+    """Where a measurement comes from, in a few words: the recorded machine, or "here"."""
+    return data.get("machine_short", "recorded") if data.get("recorded") else "here"

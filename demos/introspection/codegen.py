@@ -24,7 +24,9 @@ For the seed workloads: ``workload_inductor_code(name, params, dtype)`` and
 
 The parsers ``parse_inductor(source)`` and ``parse_hlo(text)`` are pure functions of text and
 can be used on code captured any other way. ``excerpt(text, patterns)`` picks the lines worth
-showing on a slide.
+showing on a slide; ``generated_excerpt(code)``, ``hlo_excerpt(hlo)`` and
+``stablehlo_excerpt(text)`` make a whole stage readable (kernel bodies first, boilerplate and
+metadata folded).
 
 Capturing Inductor's code never resets ``torch._dynamo``: the function is compiled through a
 fresh copy of its code object, so wrappers other demos hold stay compiled (and Inductor's
@@ -50,6 +52,10 @@ __all__ = [
     "workload_inductor_code",
     "workload_xla_code",
     "excerpt",
+    "generated_excerpt",
+    "hlo_excerpt",
+    "stablehlo_excerpt",
+    "fresh_copy",
     "clear_cache",
 ]
 
@@ -212,12 +218,17 @@ def parse_inductor(source: str | Iterable[str], device: str = "cpu") -> Inductor
                         fallback_calls=fallback, buffers=buffers, reused=reused, graphs=len(modules), device=device)
 
 
-def _fresh_copy(fn: Callable) -> Callable:
-    """The same function with a distinct code object: dynamo compiles it afresh (no reset)."""
+def fresh_copy(fn: Callable) -> Callable:
+    """The same function with a distinct code object: Dynamo's and jit's caches start empty for
+    it, so it compiles afresh without ``torch._dynamo.reset()`` (other compiled wrappers stay)."""
     code = fn.__code__.replace()
     g = types.FunctionType(code, fn.__globals__, fn.__name__, fn.__defaults__, fn.__closure__)
     g.__kwdefaults__ = getattr(fn, "__kwdefaults__", None)
+    g.__qualname__ = fn.__qualname__
     return g
+
+
+_fresh_copy = fresh_copy  # the former private name (demos/topics/fusion.py still calls it)
 
 
 def inductor_code(fn: Callable, *args: Any, mode: str | None = None, dynamic: bool | None = None,
@@ -246,7 +257,7 @@ def inductor_code(fn: Callable, *args: Any, mode: str | None = None, dynamic: bo
     if dynamic is not None:
         opts["dynamic"] = dynamic
     with mock.patch.object(GraphLowering, "save_output_code", staticmethod(save)):
-        compiled = torch.compile(_fresh_copy(fn), **opts)
+        compiled = torch.compile(fresh_copy(fn), **opts)
         compiled(*args, **kwargs)
     if not codes:
         raise DemoError(f"torch.compile generated no code for {fn.__name__} (graph break or eager fallback)")
@@ -534,3 +545,90 @@ def excerpt(text: str, patterns: Iterable[str], max_lines: int = 8, width: int =
     out = [_shorten(lines[i].strip(), width) for i in keep]
     return out[:max_lines]
 
+
+def fold_cpp(body: str) -> list[str]:
+    """A C++ kernel body: includes, error-flag plumbing and brace-only lines folded,
+    ``static_cast<int64_t>(…)`` elided, indentation halved, the signature on one line."""
+    out, folded = [], 0
+    for line in body.splitlines():
+        s = line.strip()
+        if (not s or s in ("{", "}") or s.startswith("#include")
+                or any(k in s for k in ("integer_div_error", "omp_get_thread_num", "C10_LIKELY"))):
+            folded += bool(s)
+            continue
+        line = re.sub(r"static_cast<int64_t>\(([^()]*)\)", r"\1", line)
+        line = re.sub(r"(\d+)L\b", r"\1", line)
+        line = line.replace("at::vec::Vectorized<float>::", "Vec::").replace("at::vec::", "")
+        out.append(" " * ((len(line) - len(line.lstrip())) // 4) + line.strip())
+    text = re.sub(r"\(\s*\n\s*", "(", "\n".join(out))
+    text = re.sub(r",\s*\n\s+(?=(const |float|double|int|bool|half|bfloat16|c10::))", ", ", text)
+    return text.splitlines() + ([f"// ({folded} lines folded: braces, includes, bounds checks)"] if folded else [])
+
+
+def fold_triton(body: str) -> list[str]:
+    """A Triton kernel body: imports and the autotuning decorator folded."""
+    lines = [ln.rstrip() for ln in body.splitlines()]
+    start = next((i for i, ln in enumerate(lines) if ln.strip().startswith("def ")), len(lines))
+    folded = sum(1 for ln in lines[:start] if ln.strip())
+    return ([ln for ln in lines[start:] if ln.strip()]
+            + ([f"# ({folded} lines of imports/autotuning metadata folded)"] if folded else []))
+
+
+_ASYNC_KERNEL = re.compile(
+    r"^(?P<name>[A-Za-z_]\w*)\s*=\s*async_compile\.(?P<kind>\w+)\(.*?(?P<q>'''|\"\"\")(?P<body>.*?)(?P=q)", re.S | re.M)
+_WRAPPER_NOISE = ("args.clear", "del ", "assert_size_stride", "assert_alignment", "#", "stream0 = get_raw_stream",
+                  "with torch.cuda._DeviceGuard")
+
+
+def generated_excerpt(code: InductorCode) -> list[str]:
+    """Inductor's output, kernel bodies first, then the wrapper's call() (boilerplate folded)."""
+    kernels = [(m.group("name"), m.group("kind"), m.group("body")) for m in _ASYNC_KERNEL.finditer(code.source)]
+    lang = {"cpp": "C++", "cpp_pybinding": "C++/OpenMP", "triton": "Triton"}
+    lines: list[str] = []
+    for i, (name, kind, body) in enumerate(kernels):
+        lines.append(f"# kernel {i + 1}/{len(kernels)}: {name} ({lang.get(kind, kind)})")
+        lines += fold_cpp(body) if kind.startswith("cpp") else fold_triton(body)
+    lines.append("# wrapper: call(args) — launches and allocations in order")
+    return lines + [ln for ln in call_body(code.source).splitlines()
+                    if ln.strip() and not ln.strip().startswith(_WRAPPER_NOISE)]
+
+
+def strip_hlo(line: str) -> str:
+    """An HLO line without metadata, backend/frontend attributes, operand precision and layouts."""
+    for pat in (r",?\s*metadata=\{[^}]*\}", r",?\s*backend_config=\{.*\}\s*$", r",?\s*frontend_attributes=\{[^}]*\}",
+                r",?\s*operand_precision=\{[^}]*\}", r"\{[0-9,]*\}(?=[\s,)])"):  # the last: layouts {1,0}
+        line = re.sub(pat, "", line)
+    return line.rstrip()
+
+
+def hlo_excerpt(hlo: str) -> list[str]:
+    """Optimized HLO: fused computations (the kernels) first, then ENTRY; metadata stripped."""
+    blocks: list[list[str]] = []
+    current: list[str] | None = None
+    for line in hlo.splitlines():
+        if re.match(r"^(ENTRY\s+)?%[\w.\-]+\s.*\{\s*$", line):
+            current = [line]
+        elif current is not None:
+            current.append(line)
+            if line.startswith("}"):
+                blocks.append(current)
+                current = None
+    entry = [b for b in blocks if b[0].startswith("ENTRY")]
+    fused = [b for b in blocks if b not in entry and ("fused" in b[0] or "fusion" in b[0])]
+    rest = len(blocks) - len(entry) - len(fused)
+    out = [s for b in fused + entry for s in map(strip_hlo, b)
+           if not re.search(r"\bparameter\(\d+\)", s)]  # parameters folded: the signature names them
+    return out + ([f"// ({rest} helper computations folded: reducers, comparators)"] if rest else [])
+
+
+def stablehlo_excerpt(text: str) -> list[str]:
+    """StableHLO without locations, result-info attributes and the module wrapper, dedented."""
+    out = []
+    for line in text.splitlines():
+        s = re.sub(r"\s*loc\(.*?\)\s*$", "", line.rstrip())
+        s = re.sub(r"\s*\{jax\.result_info = \"[^\"]*\"\}", "", s)
+        if (not s.strip() or s.strip().startswith("#loc") or s.startswith("module @")
+                or (s.strip() == "}" and not s.startswith("  "))):
+            continue
+        out.append(s[2:] if s.startswith("  ") else s)
+    return out

@@ -1,12 +1,12 @@
 """Part 5 — the bill: compile latency (cold vs warm cache) and recompilation, counted.
 
-Three live demos, each declared once (:class:`demos.deck.demo.Demo`) from a ``measure_*``
-(JSON-able data) and a pure ``figure_*``:
+Three live demos, each a :class:`demos.deck.demo.Demo` of a ``measure_*``, a ``figure_*`` and
+the slides' claims:
 
 - ``compile_latency()``  first call vs steady state, cold cache vs warm cache, each in a fresh
-  subprocess (so in-memory caches are cold too) with fresh temporary cache directories for
-  Inductor/Triton/AOTAutograd and JAX; the break-even call count at the measured speedup.
-  A cold demo: the panel shows what ``make warm`` measured and measures again on Run.
+  process with its own compile caches (:mod:`demos.engine.coldcompile`); the break-even call
+  count at the measured speedup. A cold demo: the panel shows what ``make warm`` measured and
+  measures again on Run.
 - ``recompile_live()``   a shape slider: every move is one call of a compiled step; the
   per-call latency timeline marks compile spikes, counts compiles and shows the reason of each
   recompile (the failed guard for torch, the cache-miss explanation for JAX). Auto-sweep walks a
@@ -17,27 +17,19 @@ Three live demos, each declared once (:class:`demos.deck.demo.Demo`) from a ``me
 ``verdict()`` writes the judgment slide's numbers from this session's measurements. Numerics
 are :mod:`demos.topics.numerics`.
 
-How compiles are counted (verified in torch 2.13 / JAX 0.10): torch — a counting backend that
-wraps Inductor's ``compile_fx`` (one call per compiled graph), recompile reasons from the
-``recompiles`` artifact log, the recompile-limit warning from ``torch._dynamo.convert_frame``;
-JAX — ``jitted._cache_size()`` before/after each call, reasons from ``jax_explain_cache_misses``.
-Each session compiles a *fresh* copy of the step function (a new code object), so Dynamo's
-per-code cache, recompile limit and automatic-dynamic state start clean: re-running a cell
-gives the same counts without resetting anything the other parts compiled.
+How compiles are counted (torch 2.13 / JAX 0.10): torch — a backend that counts the graphs it
+hands to Inductor; JAX — ``jitted._cache_size()`` before/after each call; the reasons and the
+recompile-limit warning come from their logs (:mod:`demos.introspection.dynamo`). Each session
+compiles a *fresh* step function, so Dynamo's per-code cache, recompile limit and
+automatic-dynamic state start clean: re-running a cell gives the same counts without
+resetting anything the other parts compiled.
 """
 from __future__ import annotations
 
-import contextlib
 import html
-import json
-import logging
 import math
-import os
 import random
 import statistics
-import subprocess
-import sys
-import tempfile
 import time
 import uuid
 from dataclasses import asdict, dataclass
@@ -45,10 +37,11 @@ from typing import Any, Callable
 
 from demos.deck.demo import Choice, Demo, Int, Progress, load_last
 from demos.deck.ui import Panel, recorded_only
-from demos.engine import plots
+from demos.engine import coldcompile, plots
 from demos.engine.devices import device_kind, require_jax, require_torch, set_threads, torch_device
 from demos.engine.errors import DemoError, one_line
-from demos.engine.timing import fmt_seconds, measure, sync_for
+from demos.engine.timing import fmt_seconds, sync_for
+from demos.introspection import dynamo
 
 PART = 5
 _LAST: dict[str, Any] = {}  # this session's latest measurements, for the judgment slide
@@ -68,26 +61,15 @@ def step(x):
 """
 
 MODES = ("static", "auto", "mark_dynamic", "bucket", "eager", "jax_jit", "jax_bucket")
-MODE_LABELS = {
-    "static": "torch.compile(dynamic=False)",
-    "auto": "torch.compile (default: automatic dynamic)",
-    "mark_dynamic": "torch.compile + mark_dynamic",
-    "bucket": "torch.compile(dynamic=False) + pad to buckets",
-    "eager": "torch eager",
-    "jax_jit": "jax.jit",
-    "jax_bucket": "jax.jit + pad to buckets",
-}
+MODE_LABELS = {"static": "torch.compile(dynamic=False)", "auto": "torch.compile (default: automatic dynamic)",
+               "mark_dynamic": "torch.compile + mark_dynamic",
+               "bucket": "torch.compile(dynamic=False) + pad to buckets",
+               "eager": "torch eager", "jax_jit": "jax.jit", "jax_bucket": "jax.jit + pad to buckets"}
 MODE_SHORT = {"static": "dynamic=False", "auto": "auto dynamic", "mark_dynamic": "mark_dynamic",
               "bucket": "buckets", "eager": "eager", "jax_jit": "jax.jit", "jax_bucket": "jax buckets"}
-MODE_COLOR = {
-    "static": plots.PALETTE["torch_compile"],
-    "auto": "#56B4E9",
-    "mark_dynamic": "#332288",
-    "bucket": "#117733",
-    "eager": plots.PALETTE["torch_eager"],
-    "jax_jit": plots.PALETTE["jax_jit"],
-    "jax_bucket": "#44AA99",
-}
+MODE_COLOR = {"static": plots.PALETTE["torch_compile"], "auto": "#56B4E9", "mark_dynamic": "#332288",
+              "bucket": "#117733", "eager": plots.PALETTE["torch_eager"], "jax_jit": plots.PALETTE["jax_jit"],
+              "jax_bucket": "#44AA99"}
 COMPILE_COLOR = plots.PALETTE["accent"]
 FALLBACK_COLOR = plots.PALETTE["torch_eager"]
 
@@ -132,109 +114,13 @@ def bucket_of(S: int, bucket: int) -> int:
     return int(math.ceil(S / bucket) * bucket)
 
 
-def recompile_limit() -> int:
-    torch = require_torch()
-    cfg = torch._dynamo.config
-    return int(getattr(cfg, "recompile_limit", getattr(cfg, "cache_size_limit", 8)))
-
-
 def _fresh(src: str, name: str, glb: dict) -> Callable:
-    """A new function object with its own code object: Dynamo's cache starts empty for it."""
+    """A new function object with its own code object *and file name*: Dynamo's cache and its
+    automatic-dynamic state (kept per file, line and name, so ``codegen.fresh_copy`` would
+    share it between sessions) start empty for it."""
     ns = dict(glb)
     exec(compile(src, f"<jitdeck-{name}-{uuid.uuid4().hex[:10]}>", "exec"), ns)
     return ns["step"]
-
-
-# ---------------------------------------------------------------------------------------
-# Capturing what the compilers say (without printing it to the slide)
-# ---------------------------------------------------------------------------------------
-class _Capture(logging.Handler):
-    def __init__(self):
-        super().__init__(logging.DEBUG)
-        self.messages: list[tuple[str, str]] = []
-
-    def emit(self, record: logging.LogRecord) -> None:
-        try:
-            self.messages.append((record.name, record.getMessage()))
-        except Exception:  # pragma: no cover
-            pass
-
-
-TORCH_LOGGERS = ("torch._dynamo.guards.__recompiles", "torch._dynamo.convert_frame")
-JAX_LOGGERS = ("jax._src.interpreters.partial_eval", "jax._src.pjit", "jax._src.compiler",
-               "jax._src.compilation_cache", "jax._src.dispatch")
-
-
-@contextlib.contextmanager
-def _captured(names: tuple[str, ...]):
-    cap = _Capture()
-    saved = []
-    for n in names:
-        lg = logging.getLogger(n)
-        saved.append((lg, lg.propagate))
-        lg.addHandler(cap)
-        lg.propagate = False
-    try:
-        yield cap
-    finally:
-        for lg, prop in saved:
-            lg.removeHandler(cap)
-            lg.propagate = prop
-
-
-@contextlib.contextmanager
-def torch_recompile_log():
-    """Collect Dynamo's recompile reasons and its recompile-limit warning for the duration.
-
-    The ``recompiles`` artifact is switched on only inside (and torch's log settings reset
-    after, unless it was already on), and the two loggers do not propagate meanwhile, so nothing
-    reaches the slide's stderr."""
-    torch = require_torch()
-    from torch._logging._internal import log_state
-
-    was_on = log_state.is_artifact_enabled("recompiles")
-    if not was_on:
-        torch._logging.set_logs(recompiles=True)
-    try:
-        with _captured(TORCH_LOGGERS) as cap:
-            yield cap
-    finally:
-        if not was_on:
-            torch._logging.set_logs()
-
-
-@contextlib.contextmanager
-def jax_miss_log():
-    jax = require_jax()
-    old = jax.config.jax_explain_cache_misses
-    jax.config.update("jax_explain_cache_misses", True)
-    try:
-        with _captured(JAX_LOGGERS) as cap:
-            yield cap
-    finally:
-        jax.config.update("jax_explain_cache_misses", old)
-
-
-def torch_reason(message: str) -> str:
-    """The first failed guard of a 'Recompiling function …' log entry."""
-    for line in message.splitlines():
-        line = line.strip()
-        if line.startswith("- "):
-            text = line[2:]
-            return text.split(": ", 1)[1] if ": " in text and text.split(": ", 1)[0].count("/") == 1 else text
-    return message.splitlines()[0][:120] if message else ""
-
-
-def jax_reason(message: str) -> str:
-    """The 'now … and before …' part of a JAX tracing-cache-miss explanation."""
-    lines = [ln.strip() for ln in message.splitlines() if ln.strip()]
-    for ln in lines:
-        if ln.startswith("* ") or "now " in ln and "before" in ln:
-            return ln.lstrip("* ").strip()
-    for ln in lines:
-        if "never seen" in ln:
-            return "first call: never seen function"
-    return lines[-1][:120] if lines else ""
 
 
 # ---------------------------------------------------------------------------------------
@@ -272,7 +158,7 @@ class Session:
         if self.framework == "torch":
             torch = require_torch()
             set_threads()
-            self.limit = recompile_limit()
+            self.limit = dynamo.recompile_limit()
             self.sync = sync_for("torch_eager", self.device)
             fn = _fresh(TORCH_STEP_SRC, mode, {"torch": torch})
             if mode == "eager":
@@ -289,14 +175,10 @@ class Session:
 
     # torch: a backend that counts the graphs it is asked to compile, then runs Inductor
     def _backend(self, gm, example_inputs):
-        torch = require_torch()
         from torch._inductor.compile_fx import compile_fx
 
         self.compiles += 1
-        self._symbolic_pending = any(
-            isinstance(e, torch.SymInt) or any(isinstance(s, torch.SymInt) for s in getattr(e, "shape", ()))
-            for e in example_inputs
-        )
+        self._symbolic_pending = dynamo.symbolic(example_inputs)
         return compile_fx(gm, example_inputs)
 
     def _input(self, S: int):
@@ -336,23 +218,17 @@ class Session:
         patch = {}
         if hasattr(torch._dynamo.config, "automatic_dynamic_local_pgo"):
             patch["automatic_dynamic_local_pgo"] = False  # no cross-run profile: clean state
-        with torch._dynamo.config.patch(**patch), torch_recompile_log() as log:
+        with torch._dynamo.config.patch(**patch), dynamo.torch_recompile_log() as log:
             if self.mode == "mark_dynamic":
                 torch._dynamo.mark_dynamic(x, 1)
             t0 = time.perf_counter()
             out = self._fn(x)
             self.sync(out)
             dt = time.perf_counter() - t0
-        compiled = self.compiles > before
-        reason = ""
-        fallback = False
-        for name, msg in log.messages:
-            if name.endswith("__recompiles"):
-                reason = torch_reason(msg)
-            elif "recompile_limit" in msg or "cache_size_limit" in msg:
-                if self.limit_hit_at is None:
-                    self.limit_hit_at = len(self.events)
-                    self.limit_message = msg.splitlines()[0]
+        compiled, fallback = self.compiles > before, False
+        reason, limit_message = dynamo.read_recompiles(log.messages)
+        if limit_message and self.limit_hit_at is None:
+            self.limit_hit_at, self.limit_message = len(self.events), limit_message
         if compiled:
             self.compiled_lengths.add(run_S)
             if not reason:
@@ -364,7 +240,7 @@ class Session:
 
     def _call_jax(self, S: int, run_S: int, x) -> Event:
         before = self._fn._cache_size()
-        with jax_miss_log() as log:
+        with dynamo.jax_miss_log() as log:
             t0 = time.perf_counter()
             out = self._fn(x)
             self.sync(out)
@@ -374,41 +250,25 @@ class Session:
         if compiled:
             self.compiles += 1
             self.compiled_lengths.add(run_S)
-            misses = [m for n, m in log.messages if "CACHE MISS" in m and "TRACING" in m]
-            reason = jax_reason(misses[-1]) if misses else f"new input shape ({self.B}, {run_S}, {self.D})"
+            reason = dynamo.read_jax_misses(log.messages) or f"new input shape ({self.B}, {run_S}, {self.D})"
         return Event(len(self.events), S, run_S, dt, compiled, False, False, reason)
 
     # summary -----------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "mode": self.mode,
-            "label": mode_label(self.mode),
-            "B": self.B,
-            "D": self.D,
-            "bucket": self.bucket if self.mode in ("bucket", "jax_bucket") else None,
-            "limit": self.limit,
-            "compiles": self.compiles,
-            "limit_hit_at": self.limit_hit_at,
-            "limit_message": self.limit_message,
-            "events": [asdict(e) for e in self.events],
-            "summary": summarize(self.events),
-            "extra": _sizes_text({"B": self.B, "D": self.D}),
-        }
+        return {"mode": self.mode, "label": mode_label(self.mode), "B": self.B, "D": self.D,
+                "bucket": self.bucket if self.mode in ("bucket", "jax_bucket") else None, "limit": self.limit,
+                "compiles": self.compiles, "limit_hit_at": self.limit_hit_at, "limit_message": self.limit_message,
+                "events": [asdict(e) for e in self.events], "summary": summarize(self.events),
+                "extra": _sizes_text({"B": self.B, "D": self.D})}
 
 
 def summarize(events: list[Event] | list[dict]) -> dict[str, Any]:
     evs = [e if isinstance(e, dict) else asdict(e) for e in events]
     comp = [e["seconds"] for e in evs if e["compiled"]]
     steady = [e["seconds"] for e in evs if not e["compiled"]]
-    return {
-        "calls": len(evs),
-        "distinct_lengths": len({e["S"] for e in evs}),
-        "compiles": len(comp),
-        "compile_s": float(sum(comp)),
-        "steady_s": float(statistics.median(steady)) if steady else None,
-        "fallback_calls": sum(1 for e in evs if e["fallback"]),
-        "total_s": float(sum(e["seconds"] for e in evs)),
-    }
+    return {"calls": len(evs), "distinct_lengths": len({e["S"] for e in evs}), "compiles": len(comp),
+            "compile_s": float(sum(comp)), "steady_s": float(statistics.median(steady)) if steady else None,
+            "fallback_calls": sum(1 for e in evs if e["fallback"]), "total_s": float(sum(e["seconds"] for e in evs))}
 
 
 def run_sweep(mode: str, lengths: list[int], progress: Progress | None = None,
@@ -448,7 +308,7 @@ def measure_modes(distinct: int = 12, repeats: int | None = None, modes: tuple[s
             raise
         except Exception as exc:
             out["errors"][m] = one_line(exc)
-    out["limit"] = recompile_limit()
+    out["limit"] = dynamo.recompile_limit()
     _LAST["modes"] = out
     return out
 
@@ -590,101 +450,6 @@ def figure_modes(data: dict[str, Any], reference: dict[str, Any] | None = None):
 LATENCY_WORKLOADS = ("complex_activation", "chain", "mlp_block")
 
 
-def _worker(spec: dict[str, Any]) -> dict[str, Any]:
-    """Runs inside a fresh interpreter: first call and steady state per backend."""
-    from demos.engine.workloads import get
-
-    w = get(spec["workload"])
-    out: dict[str, Any] = {}
-    for backend in spec["backends"]:
-        try:
-            if backend == "torch_compile":
-                out[backend] = _worker_torch(w, spec)
-            else:
-                out[backend] = _worker_jax(w, spec)
-        except Exception as exc:  # one line back to the parent
-            out[backend] = {"error": one_line(exc)}
-    return out
-
-
-def _worker_torch(w, spec) -> dict[str, Any]:
-    torch = require_torch()
-    from torch._inductor.compile_fx import compile_fx
-
-    from demos.engine.timing import first_call
-    from demos.engine.workloads import prepare
-
-    eager = prepare(w, "torch_eager", spec.get("params"), spec["dtype"])
-    te = measure(eager.fn, eager.sync, budget_s=spec["budget_s"])
-    spent = {"backend": 0.0}
-
-    def timed_inductor(gm, example_inputs):
-        t0 = time.perf_counter()
-        r = compile_fx(gm, example_inputs)
-        spent["backend"] += time.perf_counter() - t0
-        return r
-
-    cf = torch.compile(w.torch_fn, backend=timed_inductor)
-    args = eager.args
-    first, _ = first_call(lambda: cf(*args), eager.sync)
-    tc = measure(lambda: cf(*args), eager.sync, budget_s=spec["budget_s"])
-    backend_s = spent["backend"]
-    capture = max(first - backend_s - tc.median, 0.0)
-    return {"first_s": first, "steady_s": tc.median, "steady_p10": tc.p10, "steady_p90": tc.p90,
-            "eager_s": te.median, "parts": {"Dynamo capture + guards": capture,
-                                            "AOT + Inductor codegen + build": backend_s,
-                                            "first run": min(tc.median, first)},
-            "params": eager.params}
-
-
-def _worker_jax(w, spec) -> dict[str, Any]:
-    jax = require_jax()
-    from demos.engine.workloads import prepare
-
-    eager = prepare(w, "jax_eager", spec.get("params"), spec["dtype"])
-    te = measure(eager.fn, eager.sync, budget_s=spec["budget_s"])
-    args = eager.args
-    jf = jax.jit(w.jax_fn)
-    t0 = time.perf_counter()
-    lowered = jf.lower(*args)
-    t1 = time.perf_counter()
-    compiled = lowered.compile()
-    t2 = time.perf_counter()
-    r = compiled(*args)
-    jax.block_until_ready(r)
-    t3 = time.perf_counter()
-    tj = measure(lambda: compiled(*args), eager.sync, budget_s=spec["budget_s"])
-    return {"first_s": t3 - t0, "steady_s": tj.median, "steady_p10": tj.p10, "steady_p90": tj.p90,
-            "eager_s": te.median, "parts": {"trace + lower to StableHLO": t1 - t0,
-                                            "XLA compile (or cache load)": t2 - t1,
-                                            "first run": t3 - t2},
-            "params": eager.params}
-
-
-def _run_worker(spec: dict[str, Any], cache: str, timeout: float = 420) -> dict[str, Any]:
-    env = dict(os.environ)
-    env.pop("DEMOS_STATIC", None)
-    env.update({
-        "TORCHINDUCTOR_CACHE_DIR": os.path.join(cache, "inductor"),
-        "TRITON_CACHE_DIR": os.path.join(cache, "triton"),
-        "DEMOS_JAX_CACHE_DIR": os.path.join(cache, "jax"),
-        "PYTHONWARNINGS": "ignore",
-    })
-    from demos.engine.env import PROJECT_ROOT
-
-    env["PYTHONPATH"] = str(PROJECT_ROOT) + os.pathsep + env.get("PYTHONPATH", "")
-    cmd = [sys.executable, "-m", "demos.topics.recompilation", "--compile-worker", json.dumps(spec)]
-    try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env, cwd=str(PROJECT_ROOT))
-    except subprocess.TimeoutExpired:
-        raise DemoError(f"the compile measurement took over {timeout:.0f} s — try a smaller workload") from None
-    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")]
-    if proc.returncode != 0 or not lines:
-        err = (proc.stderr.strip().splitlines() or ["no output"])[-1]
-        raise DemoError(f"compile worker failed: {err[:200]}")
-    return json.loads(lines[-1])
-
-
 def break_even(compile_s: float, eager_s: float, compiled_s: float) -> float:
     """Calls until the compile time is repaid at the measured speedup (inf: never)."""
     gain = eager_s - compiled_s
@@ -707,15 +472,7 @@ def measure_compile_latency(workload: str = "complex_activation", backends: tupl
     spec = {"workload": w.name, "backends": list(backends), "dtype": dtype, "params": params,
             "budget_s": budget_s}
     result: dict[str, Any] = {"workload": w.name, "dtype": dtype, "backends": {}, "params": params}
-    with tempfile.TemporaryDirectory(prefix="jitdeck-cold-") as cache:
-        if progress:
-            progress(0.05, "cold: fresh process, empty caches — compiling from scratch…")
-        cold = _run_worker(spec, cache)
-        if progress:
-            progress(0.55, "warm: fresh process, caches from the cold run…")
-        warm = _run_worker(spec, cache)
-    if progress:
-        progress(1.0, "done")
+    cold, warm = coldcompile.cold_then_warm(spec, progress)
     for b in backends:
         c, wm = cold.get(b, {}), warm.get(b, {})
         if "error" in c or "error" in wm:
@@ -804,12 +561,26 @@ def figure_compile_latency(data: dict[str, Any], reference: dict[str, Any] | Non
 # ---------------------------------------------------------------------------------------
 # The live demos
 # ---------------------------------------------------------------------------------------
+def latency_claims(d: dict[str, Any]) -> dict[str, bool]:
+    """The compile-latency slide: the first call pays for compiling, a warm cache much less."""
+    t, j = d["backends"].get("torch_compile", {}), d["backends"].get("jax_jit")
+    out = {"torch.compile: the first call pays for compiling (cold: over 10 steady-state calls)":
+               "error" not in t and t["cold"]["first_s"] > 10 * t["steady_s"],
+           "torch.compile: a warm disk cache pays much less (cold first call over 1.5× the warm one)":
+               "error" not in t and t["cold"]["first_s"] > 1.5 * t["warm"]["first_s"]}
+    if j is not None:
+        key = "XLA compile (or cache load)"
+        out["jax.jit: XLA's compile step is quicker from the warm cache than cold"] = (
+            "error" not in j and j["cold"]["parts"][key] > j["warm"]["parts"][key])
+    return out
+
+
 compile_latency = Demo(
     "compile_latency", "Compile latency: cold vs warm cache",
     controls=[Choice("workload", "complex_activation", options=LATENCY_WORKLOADS)],
     measure=measure_compile_latency, figure=figure_compile_latency, match=("workload",),
     # a compile from scratch takes ~10–30 s on a CPU: the slide opens on `make warm`'s result
-    run_button=True, cold=True,
+    run_button=True, cold=True, claims=latency_claims,
 )
 
 
@@ -914,6 +685,46 @@ class LivePanel(Panel):
         row.children = tuple(row.children) + (self.sweep_button, self.reset_button)
 
 
+def mode_claims(mode: str, s: dict[str, Any]) -> dict[str, bool]:
+    """What the recompilation slides say of one mode over a sweep (``s``: ``Session.to_dict()``)."""
+    evs, n = s["events"], s["compiles"]
+    compiled = [e for e in evs if e["compiled"]]
+    shapes = len({e["run_S"] for e in evs})  # distinct lengths run (buckets, when padded)
+    if mode == "static":
+        out = {"dynamic=False compiles once per distinct shape until the recompile limit (8)":
+                   s["limit"] == 8 and n == min(shapes, 8) == len({e["run_S"] for e in compiled}),
+               "each recompile names the failed guard (a size mismatch)":
+                   all("size mismatch" in e["reason"] for e in compiled[1:])}
+        if shapes > s["limit"]:
+            hit = s["limit_hit_at"]
+            out["after the limit, new shapes run eager, silently: no more compiles"] = (
+                hit is not None and any(e["fallback"] for e in evs) and not any(e["compiled"] for e in evs[hit:]))
+        return out
+    if mode == "auto":
+        return {"automatic dynamic: at most 2 compiles, the second with a symbolic length":
+                n <= 2 and (n < 2 or compiled[1]["symbolic"])}
+    if mode == "jax_jit":
+        return {"jax.jit compiles once per distinct shape, each miss naming the shape that changed":
+                n == shapes and all("now " in e["reason"] and "before " in e["reason"] for e in compiled[1:])}
+    words = {"mark_dynamic": "mark_dynamic: 1 compile", "eager": "eager: no compile",
+             "bucket": "pad to buckets: one compile per bucket",
+             "jax_bucket": "jax.jit + buckets: one compile per bucket"}
+    want = {"mark_dynamic": 1, "eager": 0}.get(mode, shapes)
+    return {words[mode]: n == want and not any(e["fallback"] for e in evs)}
+
+
+def modes_claims(d: dict[str, Any]) -> dict[str, bool]:
+    """Every mode's claims, and the recurring trap: dynamic=False costs more than the rest."""
+    out = {"every mode ran the sweep": not d["errors"]}
+    for m, s in d["modes"].items():
+        out.update(mode_claims(m, s))
+    total = {m: s["summary"]["total_s"] for m, s in d["modes"].items()}
+    others = [total[m] for m in ("eager", "auto", "mark_dynamic") if m in total]
+    out["the recurring trap: dynamic=False's sweep takes longer than eager's, auto dynamic's and mark_dynamic's"] = (
+        "static" in total and len(others) == 3 and total["static"] > max(others))
+    return out
+
+
 def _live_controls(kind: str) -> list:
     d = sweep_defaults(kind)
     return [Int("S", 64, label="sequence length S", lo=d["S_min"], hi=d["S_max"], view=True),
@@ -933,14 +744,14 @@ recompile_live = Demo(
     # S: each move is one call on the panel's session; for a recorded/headless run it only
     # names the slider (the measurement is the mode's full sweep)
     controls=_live_controls, measure=measure_live, figure=figure_timeline, match=("mode",),
-    panel_class=LivePanel, warm=_warm_live,
+    panel_class=LivePanel, warm=_warm_live, claims=lambda d: mode_claims(d["mode"], d),
 )
 
 compare_modes = Demo(
     "compare_modes", "Every mode on the same sweep",
     controls=[Int("distinct", 12, label="distinct lengths", lo=2, hi=24)],
     measure=measure_modes, figure=figure_modes, match=("distinct",), run_button=True,
-    record_quick={"distinct": 6},
+    record_quick={"distinct": 6}, claims=modes_claims,
 )
 
 
@@ -979,18 +790,3 @@ def verdict() -> None:
     from IPython.display import HTML, display
 
     display(HTML(verdict_text() + f"<p style='font-size:12px;color:#555'>{html.escape(plots.live_stamp())}</p>"))
-
-
-def _main(argv: list[str]) -> int:
-    if len(argv) >= 2 and argv[0] == "--compile-worker":
-        spec = json.loads(argv[1])
-        res = _worker(spec)
-        sys.stdout.write(json.dumps(res) + "\n")
-        sys.stdout.flush()
-        return 0
-    print("usage: python -m demos.topics.recompilation --compile-worker SPEC", file=sys.stderr)
-    return 2
-
-
-if __name__ == "__main__":
-    sys.exit(_main(sys.argv[1:]))

@@ -1,0 +1,153 @@
+"""A first call measured from cold: compile latency in a fresh interpreter, cold vs warm cache.
+
+In-process numbers lie about compile latency: the process already holds compiled code, imported
+modules and in-memory caches. So each measurement runs in a fresh ``python -m
+demos.engine.coldcompile SPEC`` whose compile caches (Inductor/AOTAutograd, Triton, JAX) point
+into a directory given by the parent:
+
+- ``cold_then_warm(spec)``: *cold* — a fresh process with its own, empty temporary cache
+  directory (what a new machine pays); then *warm* — another fresh process sharing the cache
+  directory the cold run just filled (what the next run on the same machine pays).
+- ``run(spec, cache_dir)``: one fresh process on ``cache_dir``.
+- ``measure(spec)``: what runs inside it: per backend, the first call (split where the framework
+  exposes the parts), the steady-state call and the eager call, as JSON.
+
+``spec`` is ``{"workload", "backends" (torch_compile / jax_jit), "dtype", "params", "budget_s"}``.
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from typing import Any, Callable
+
+from demos.engine.devices import require_jax, require_torch
+from demos.engine.errors import DemoError, one_line
+from demos.engine.timing import first_call
+from demos.engine.timing import measure as timed
+
+
+def measure(spec: dict[str, Any]) -> dict[str, Any]:
+    """Runs inside the fresh interpreter: first call and steady state per backend (an error
+    becomes one line for that backend)."""
+    from demos.engine.workloads import get
+
+    w = get(spec["workload"])
+    out: dict[str, Any] = {}
+    for backend in spec["backends"]:
+        try:
+            out[backend] = _torch(w, spec) if backend == "torch_compile" else _jax(w, spec)
+        except Exception as exc:  # one line back to the parent
+            out[backend] = {"error": one_line(exc)}
+    return out
+
+
+def _torch(w, spec: dict[str, Any]) -> dict[str, Any]:
+    """torch.compile: Inductor's share of the first call timed by wrapping ``compile_fx``."""
+    torch = require_torch()
+    from torch._inductor.compile_fx import compile_fx
+
+    from demos.engine.workloads import prepare
+
+    eager = prepare(w, "torch_eager", spec.get("params"), spec["dtype"])
+    te = timed(eager.fn, eager.sync, budget_s=spec["budget_s"])
+    spent = {"backend": 0.0}
+
+    def timed_inductor(gm, example_inputs):
+        t0 = time.perf_counter()
+        r = compile_fx(gm, example_inputs)
+        spent["backend"] += time.perf_counter() - t0
+        return r
+
+    cf = torch.compile(w.torch_fn, backend=timed_inductor)
+    args = eager.args
+    first, _ = first_call(lambda: cf(*args), eager.sync)
+    tc = timed(lambda: cf(*args), eager.sync, budget_s=spec["budget_s"])
+    backend_s = spent["backend"]
+    capture = max(first - backend_s - tc.median, 0.0)
+    return {"first_s": first, "steady_s": tc.median, "steady_p10": tc.p10, "steady_p90": tc.p90,
+            "eager_s": te.median, "parts": {"Dynamo capture + guards": capture,
+                                            "AOT + Inductor codegen + build": backend_s,
+                                            "first run": min(tc.median, first)},
+            "params": eager.params}
+
+
+def _jax(w, spec: dict[str, Any]) -> dict[str, Any]:
+    """jax.jit: trace + lower, XLA compile (or persistent-cache load) and the first run, apart."""
+    jax = require_jax()
+    from demos.engine.workloads import prepare
+
+    eager = prepare(w, "jax_eager", spec.get("params"), spec["dtype"])
+    te = timed(eager.fn, eager.sync, budget_s=spec["budget_s"])
+    args = eager.args
+    jf = jax.jit(w.jax_fn)
+    t0 = time.perf_counter()
+    lowered = jf.lower(*args)
+    t1 = time.perf_counter()
+    compiled = lowered.compile()
+    t2 = time.perf_counter()
+    r = compiled(*args)
+    jax.block_until_ready(r)
+    t3 = time.perf_counter()
+    tj = timed(lambda: compiled(*args), eager.sync, budget_s=spec["budget_s"])
+    return {"first_s": t3 - t0, "steady_s": tj.median, "steady_p10": tj.p10, "steady_p90": tj.p90,
+            "eager_s": te.median, "parts": {"trace + lower to StableHLO": t1 - t0,
+                                            "XLA compile (or cache load)": t2 - t1,
+                                            "first run": t3 - t2},
+            "params": eager.params}
+
+
+def run(spec: dict[str, Any], cache_dir: str, timeout: float = 420) -> dict[str, Any]:
+    """``measure(spec)`` in a fresh interpreter whose compile caches live in ``cache_dir``."""
+    from demos.engine.env import PROJECT_ROOT
+
+    env = dict(os.environ)
+    env.pop("DEMOS_STATIC", None)
+    env.update({
+        "TORCHINDUCTOR_CACHE_DIR": os.path.join(cache_dir, "inductor"),
+        "TRITON_CACHE_DIR": os.path.join(cache_dir, "triton"),
+        "DEMOS_JAX_CACHE_DIR": os.path.join(cache_dir, "jax"),
+        "PYTHONWARNINGS": "ignore",
+    })
+    env["PYTHONPATH"] = str(PROJECT_ROOT) + os.pathsep + env.get("PYTHONPATH", "")
+    cmd = [sys.executable, "-m", "demos.engine.coldcompile", json.dumps(spec)]
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env, cwd=str(PROJECT_ROOT))
+    except subprocess.TimeoutExpired:
+        raise DemoError(f"the compile measurement took over {timeout:.0f} s — try a smaller workload") from None
+    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")]
+    if proc.returncode != 0 or not lines:
+        err = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+        raise DemoError(f"compile worker failed: {err[:200]}")
+    return json.loads(lines[-1])
+
+
+def cold_then_warm(spec: dict[str, Any], say: Callable[[float, str], None] | None = None
+                   ) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(cold, warm): a fresh process on an empty temporary cache directory, then another fresh
+    process on the cache the first one filled (the directory is removed afterwards)."""
+    say = say or (lambda _f, _m="": None)
+    with tempfile.TemporaryDirectory(prefix="jitdeck-cold-") as cache:
+        say(0.05, "cold: fresh process, empty caches — compiling from scratch…")
+        cold = run(spec, cache)
+        say(0.55, "warm: fresh process, caches from the cold run…")
+        warm = run(spec, cache)
+    say(1.0, "done")
+    return cold, warm
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) != 1:
+        print("usage: python -m demos.engine.coldcompile SPEC  (SPEC: JSON, see the module docstring)",
+              file=sys.stderr)
+        return 2
+    sys.stdout.write(json.dumps(measure(json.loads(argv[0]))) + "\n")
+    sys.stdout.flush()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
