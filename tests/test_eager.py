@@ -50,6 +50,25 @@ def test_paired_timing_stops_one_clock_at_return_and_one_after_sync():
     assert ret.n == done.n >= 7
 
 
+def test_copy_bandwidth_is_the_engines_measurement():
+    from demos.engine import peaks
+
+    const = eager.machine_constants("float32", threads=1)
+    assert const["bandwidth_Bps"] == peaks.bandwidth(1)["bytes_per_s"]  # one way, memoised, shared
+    assert eager.machine_constants("float32", threads=1) == const and const["floor_s"]["add"] < 1e-3
+
+
+def test_regimes_claims_per_device():
+    Ns = eager.sweep_sizes(4, 28)
+    t = {n: max(5e-6, n * 12 / 2e12) for n in Ns}  # a GPU: flat at a 5 µs floor, then bytes ÷ 2 TB/s
+    d = {"op": "add", "device": "cuda", "Ns": Ns, "series": {"add": [{"p10": t[n]} for n in Ns]}}
+    assert all(eager.regimes_claims(d).values()) and len(eager.regimes_claims(d)) == 2
+    d["series"]["add"] = [{"p10": 5e-6 * (1 + n / 2**20)} for n in Ns]  # CPU: 16× N at the top, ~15× the time
+    assert all(eager.regimes_claims({**d, "device": "cpu", "Ns": Ns}).values())
+    d["series"]["add"] = [{"p10": 5e-6} for _ in Ns]  # flat everywhere: not the slide's picture
+    assert list(eager.regimes_claims({**d, "device": "cpu"}).values()) == [True, False]
+
+
 def test_regime_classification_from_synthetic_data():
     data = {"Ns": [16, 2**20], "series": {"add": [{"median": 1.5e-6}, {"median": 1.3e-4}]},
             "floors_s": {"add": 1e-6}, "bytes_per_elem": {"add": 12}, "bandwidth_Bps": 1e11}

@@ -144,6 +144,29 @@ def test_claim_dead_matmul_is_gone_in_both_compilers():
     json.dumps(d)
 
 
+def test_claims_on_gpu_shaped_data():
+    """The GPU forms of the claims (the CPU forms run at the defaults in tests/test_demos.py)."""
+    forms = {"torch_eager": {"count": 6}, "torch_compile": {"count": 1}, "jax_eager": {"count": 6},
+             "jax_jit": {"count": 1, "fusions": 1}}
+    k = fusion.kernels_claims({"workload": "complex_activation", "device": "cuda", "forms": forms})
+    assert list(k) == ["complex_activation: 6 CUDA kernels become 1 fused kernel (torch.compile) and 1 fusion "
+                       "(jax.jit)"] and all(k.values())
+    assert fusion.kernels_claims({"workload": "chain", "device": "cuda", "forms": forms}) == {}
+    runs = [{"counts": {"kernels": 6}}, {"counts": {"kernels": 1}}]
+    assert all(fusion.timeline.check_claims({"device": "cuda", "runs": runs}).values())
+    lat = {"device": "cuda", "speedup_torch": 1.5,
+           "forms": {"torch_eager": {"bytes": 15.0}, "torch_compile": {"bytes": 3.0}}}
+    assert list(fusion.latency_claims(lat).values()) == [True, False]  # a GPU needs over 2×
+    assert len(fusion.latency_claims({**lat, "device": "cpu"})) == 1  # on a CPU: the bytes only
+    mem = {"device": "cuda", "N": 8, "dtype": "float32",
+           "forms": {"torch_eager": {"peak_bytes": 4 * 32}, "torch_compile": {"peak_bytes": 32}}}
+    assert all(fusion.memory_claims(mem).values())
+    assert fusion.relayout.check_claims({"backend": "gpu"}) == {}  # XLA's choice on a GPU: no claim
+    dead = {"matmuls": {"torch_eager": 3, "torch_compile": 2, "jax_eager": 3, "jax_jit": 2}, "flops_ratio": 0.667}
+    assert all(fusion.dead_code.check_claims(dead).values())
+    assert not all(fusion.dead_code.check_claims({**dead, "matmuls": {"torch_eager": 3, "torch_compile": 3}}).values())
+
+
 # =======================================================================================
 # Figures, records and reference runs
 # =======================================================================================

@@ -15,7 +15,6 @@ The declarations give the panels, ``make record``/``make warm`` and the referenc
 """
 from __future__ import annotations
 
-import contextlib
 import math
 import statistics
 import time
@@ -25,6 +24,7 @@ from demos.deck.demo import Choice, Demo, Pow2, Pow2Range, Progress
 from demos.engine import plots
 from demos.engine.devices import check_dtype, require_torch, set_threads, torch_device
 from demos.engine.errors import DemoError
+from demos.engine.peaks import bandwidth, torch_threads
 from demos.engine.timing import Timing, fmt_seconds, measure, quantile, sync_for
 from demos.engine.workloads import ITEMSIZE, get as get_workload, prepare
 from demos.introspection import profiling
@@ -49,7 +49,6 @@ TRAP_PARAMS = {"cpu": {"two_matmuls": {"B": 64, "D": 256, "H": 512}, "complex_ac
 SWEEP_EXP = {"cpu": (2, 25), "gpu": (2, 28)}  # slider bounds (log2 N)
 SWEEP_DEFAULT = {"cpu": (4, 24), "gpu": (4, 28)}
 SWEEP_QUICK = (4, 16)
-COPY_BYTES = {"cpu": 64 * 2**20, "gpu": 1024 * 2**20}  # per buffer, well beyond the caches
 # a pointwise op and how many passes over N elements it makes (reads + writes)
 OPS: dict[str, int] = {"add": 3, "mul": 3, "sin": 2, "relu": 2}
 CA_PASSES = 15  # eager complex_activation: sin 2, cos 2, mul 3, add 3, mul 3, relu 2
@@ -300,35 +299,21 @@ def _timing_dict(t: Timing) -> dict[str, float]:
     return {"median": t.median, "p10": t.p10, "p90": t.p90, "n": t.n}
 
 
-@contextlib.contextmanager
-def torch_threads(n: int | None):
-    """Run the block with ``n`` torch intra-op threads (None: the deck's setting), then restore."""
-    torch = require_torch()
-    deck = set_threads()
-    want = int(n) if n else deck
-    torch.set_num_threads(want)
-    try:
-        yield want
-    finally:
-        torch.set_num_threads(deck)
-
-
 def machine_constants(dtype: str = "float32", refresh: bool = False, threads: int | None = None) -> dict[str, Any]:
     """Measured here, once per device, dtype and thread count: each op's latency at N=1 (the
     overhead floor), eager complex_activation's at N=1, and copy bandwidth (bytes read +
-    written ÷ s)."""
+    written ÷ s, the engine's :func:`demos.engine.peaks.bandwidth`: the roofline's number)."""
     device = torch_device()
     key = (device, dtype, threads)
-    if key in _CONSTANTS and not refresh:
-        return _CONSTANTS[key]
-    check_dtype(dtype, device)
-    with torch_threads(threads):
-        _CONSTANTS[key] = _measure_constants(dtype, device)
-    return _CONSTANTS[key]
+    if key not in _CONSTANTS or refresh:
+        check_dtype(dtype, device)
+        with torch_threads(threads):
+            _CONSTANTS[key] = _measure_floors(dtype, device)
+    bw = bandwidth(threads, refresh=refresh)
+    return {**_CONSTANTS[key], "bandwidth_Bps": bw["bytes_per_s"]}
 
 
-def _measure_constants(dtype: str, device: str) -> dict[str, Any]:
-    torch = require_torch()
+def _measure_floors(dtype: str, device: str) -> dict[str, Any]:
     sync = sync_for("torch_eager", device)
     floors = {}
     x1, y1 = _pair(1, dtype, device)
@@ -337,14 +322,7 @@ def _measure_constants(dtype: str, device: str) -> dict[str, Any]:
         floors[op] = measure(lambda: f(x1, y1), sync, budget_s=0.03, min_sample_s=0.0).median
     ca = get_workload("complex_activation").torch_fn
     floor_ca = measure(lambda: ca(x1, y1), sync, budget_s=0.03, min_sample_s=0.0).median
-    n = COPY_BYTES[_kind(device)] // ITEMSIZE[dtype]
-    src = torch.empty(n, device=device, dtype=getattr(torch, dtype)).fill_(1.0)
-    dst = torch.empty_like(src).fill_(0.0)
-    t = measure(lambda: dst.copy_(src), sync, budget_s=0.15, min_samples=5)
-    bw = 2 * n * ITEMSIZE[dtype] / t.median
-    del src, dst
-    return {"floor_s": floors, "floor_ca_s": floor_ca, "bandwidth_Bps": bw, "copy_elems": n,
-            "device": device, "dtype": dtype}
+    return {"floor_s": floors, "floor_ca_s": floor_ca, "device": device, "dtype": dtype}
 
 
 def _point(op: str, N: int, dtype: str, budget_s: float, refresh: bool = False, threads: int | None = None) -> dict:
@@ -533,10 +511,25 @@ def _regimes_controls(kind: str) -> list:
     return controls
 
 
+def regimes_claims(d: dict) -> dict[str, bool]:
+    """Flat at small N, then growing with N (on a GPU ∝ N: the band of the GPU test)."""
+    # best deciles: a 1-thread op on a loaded 2-core machine runs at one of two speeds, 2× apart
+    op, t, hi = d["op"], {n: p["p10"] for n, p in zip(d["Ns"], d["series"][d["op"]])}, d["Ns"][-1]
+    out = {f"{op} is flat at small N: 2^8 elements cost under 2× what 2^4 cost":
+           2**8 in t and 2**4 in t and t[2**8] < 2 * t[2**4]}
+    if _kind(d["device"]) == "gpu":
+        out[f"{op} ∝ N at the top: 4× the elements cost 2.5–6× the time"] = \
+            hi // 4 in t and 2.5 <= t[hi] / t[hi // 4] <= 6.0
+    else:
+        out[f"{op} is no longer flat at the top: 16× the elements cost over 4× the time"] = \
+            hi // 16 in t and t[hi] > 4 * t[hi // 16]
+    return out
+
+
 regimes = Demo(
     "regimes", "Regimes",
     controls=_regimes_controls, measure=measure_regimes, figure=figure_regimes, run_button=True,
     match=("dtype",), record_quick={"N_range": (2**SWEEP_QUICK[0], 2**SWEEP_QUICK[1])},
     # the profiler's first start and the regimes panel's machine constants
-    warm=[{"N_range": (2**SWEEP_QUICK[0], 2**SWEEP_QUICK[1])}],
+    warm=[{"N_range": (2**SWEEP_QUICK[0], 2**SWEEP_QUICK[1])}], claims=regimes_claims,
 )

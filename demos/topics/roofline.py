@@ -3,40 +3,37 @@
 Four live demos, each declared once (:class:`demos.deck.demo.Demo`) from a ``measure_*``
 (JSON-able data) and a pure ``figure_*``:
 
-``payoff()``     three workloads (two_matmuls, chain, mlp_block) in torch eager, torch.compile
-                 and jax.jit: median latency with p10–p90 whiskers and speedups, the seed's
-                 published A100 numbers beside each group. A slider re-measures only the
-                 workloads it changes.
-``roofline()``   this machine's roofline (copy bandwidth, best GEMM FLOP/s per dtype; the
-                 spec-sheet roofline dashed on a known GPU) with one workload's eager and
-                 compiled points.
-``predicted()``  for each point: the roofline's prediction max(FLOPs ÷ peak, bytes ÷ bandwidth)
-                 beside the measured time, the ratio, and why they differ.
+``payoff()``     two_matmuls, chain and mlp_block in torch eager, torch.compile and jax.jit: median
+                 latency (p10–p90), speedups, the seed's A100 numbers beside each group. A slider
+                 re-measures only the workloads it changes.
+``roofline()``   this machine's roofline (measured; the spec sheet dashed on a known GPU) with one
+                 workload's eager and compiled points.
+``predicted()``  each point's roofline prediction beside its measured time, the ratio and why.
 ``overheads()``  torch.compile ``mode="reduce-overhead"`` (CUDA graphs) vs the default mode at
                  small sizes; on a CPU there are no launches to replay and the curves coincide.
 
-Cost model (:mod:`demos.engine.workloads`): eager forms pay every op's reads and writes, compiled
-forms (torch.compile, jax.jit) read inputs once and write outputs once. Peaks are best-decile
-throughputs (bytes or FLOPs ÷ the 10th-percentile time): contention on a shared machine only
-ever slows a run down. They are measured once per process and stored inside every measurement
-that uses them, so a recorded run carries its own machine's roofs. Workload latencies are medians.
-
-The torch.compile forms compile *fresh copies* of the workload functions (their own code
-objects), so this part's size sliders never spend another part's Dynamo recompile budget; the
+The roofs, the spec sheets and the model (analytic FLOPs and bytes; max(FLOPs ÷ peak, bytes ÷
+bandwidth)) are the engine's (:mod:`demos.engine.peaks`): measured once per process and stored
+in every measurement that uses them, so a recorded run carries its own machine's roofs.
+Workload latencies are medians. The torch.compile forms compile *fresh copies* of the workload
+functions, so this part's sliders never spend another part's Dynamo recompile budget; the
 persistent Inductor cache is shared, so ``make warm`` still pays off.
 """
 from __future__ import annotations
 
 import math
+import statistics
+import textwrap
 import types
 from typing import Any, Callable
 
 from demos.deck.demo import Choice, Demo, Pow2, Progress
 from demos.engine import plots
-from demos.engine.devices import device_kind, device_name, dtype_supported, jax_backend, jax_or_none, \
-    require_torch, set_threads, torch_device
+from demos.engine.devices import check_dtype, device_kind, dtype_supported, require_torch, torch_device
 from demos.engine.errors import DemoError, is_oom, release_memory, unknown_name
-from demos.engine.timing import first_call, fmt_seconds, measure, sync_jax, sync_torch
+from demos.engine.peaks import cost, is_fused, jax_same_device, peak_flops, peaks, peaks_for, predict, ridge, \
+    spec_sheet
+from demos.engine.timing import first_call, fmt_seconds, measure
 from demos.engine.workloads import available, get as get_workload, prepare
 
 PART = 3
@@ -44,7 +41,6 @@ PART = 3
 PAYOFF_WORKLOADS = ("two_matmuls", "chain", "mlp_block")
 ROOF_WORKLOADS = ("chain", "two_matmuls", "mlp_block", "complex_activation")
 BACKENDS3 = ("torch_eager", "torch_compile", "jax_jit")
-FUSED = frozenset({"torch_compile", "jax_jit"})
 DTYPES = ("float32", "bfloat16")
 TICKS = {"torch_eager": "eager", "torch_compile": "compile", "jax_jit": "jax.jit"}
 MARKERS = {"torch_eager": "o", "torch_compile": "s", "jax_jit": "D"}
@@ -58,59 +54,10 @@ SEED = {"two_matmuls": {"torch_eager": 183e-6, "torch_compile": 214e-6, "jax_jit
         "chain": {"torch_eager": 549e-6, "torch_compile": 81.9e-6, "jax_jit": 124e-6},
         "mlp_block": {"torch_eager": 22.5e-3, "torch_compile": 14.4e-3, "jax_jit": 14.8e-3}}
 
-# Spec-sheet peaks (NVIDIA H200/H100/A100 datasheets; dense, no structured sparsity). FP32 is the
-# non-tensor-core rate, which full-precision fp32 matmuls get (the deck disables TF32 in both
-# frameworks). Rows: name, keywords all found in the device name, bandwidth, fp32, bf16 (= fp16).
-SPEC_SHEETS: tuple[dict[str, Any], ...] = tuple(
-    {"name": n, "match": m, "bandwidth": bw, "float32": f32, "bfloat16": b16, "float16": b16}
-    for n, m, bw, f32, b16 in (("H200 SXM", ("h200",), 4.8e12, 67e12, 989e12),
-                               ("H100 PCIe", ("h100", "pcie"), 2.0e12, 51e12, 756e12),
-                               ("H100 SXM", ("h100",), 3.35e12, 67e12, 989e12),
-                               ("A100 40GB", ("a100", "40gb"), 1.555e12, 19.5e12, 312e12),
-                               ("A100 80GB SXM", ("a100",), 2.039e12, 19.5e12, 312e12)))
-
-
-def spec_sheet(name: str | None) -> dict[str, Any] | None:
-    """The spec-sheet entry whose keywords all occur in a device name, or None."""
-    low = (name or "").lower().replace("-", " ").replace("_", " ")
-    squashed = low.replace(" ", "")
-    for spec in SPEC_SHEETS:
-        if all(k in low or k in squashed for k in spec["match"]):
-            return spec
-    return None
-
 
 # =======================================================================================
-# The roofline model
+# A point on the roofline (the model itself: demos.engine.peaks)
 # =======================================================================================
-def is_fused(backend: str) -> bool:
-    """Compiled forms are costed as fused (intermediates never touch memory)."""
-    return backend in FUSED
-
-
-def attainable(intensity: float, peak_flops: float, bandwidth: float) -> float:
-    """The roof: min(peak FLOP/s, intensity × bandwidth)."""
-    return min(peak_flops, intensity * bandwidth)
-
-
-def ridge(peak_flops: float, bandwidth: float) -> float:
-    """Intensity (FLOP/byte) where the bandwidth slope meets the compute roof."""
-    return peak_flops / bandwidth
-
-
-def predict(flops: float, nbytes: float, peak_flops: float, bandwidth: float) -> tuple[float, str]:
-    """Roofline time: max(FLOPs ÷ peak, bytes ÷ bandwidth), and which roof binds."""
-    t_compute, t_memory = flops / peak_flops, nbytes / bandwidth
-    return (t_compute, "compute") if t_compute >= t_memory else (t_memory, "memory")
-
-
-def cost(workload: str, params: dict, dtype: str, backend: str) -> dict[str, float]:
-    """Analytic FLOPs, bytes and intensity of one form (fused for compiled backends)."""
-    w = get_workload(workload)
-    flops, nbytes = w.flops(params, is_fused(backend)), w.bytes(params, dtype, is_fused(backend))
-    return {"flops": flops, "bytes": nbytes, "intensity": flops / nbytes}
-
-
 def make_point(workload: str, backend: str, params: dict, dtype: str, timing: dict[str, Any],
                peaks: dict[str, Any]) -> dict[str, Any]:
     """A roofline point: cost, measured time, achieved FLOP/s, the prediction and the ratio."""
@@ -146,134 +93,6 @@ def explain(pt: dict[str, Any]) -> str:
     if w == "two_matmuls":
         return "GEMMs this small run below the big-GEMM peak"
     return "below both roofs"
-
-
-# =======================================================================================
-# This machine's peaks (measured once per process; every measurement stores the ones it used)
-# =======================================================================================
-_PEAKS: dict[str, dict[str, Any]] = {}
-
-
-def _mm(a, b):
-    return a @ b
-
-
-def copy_elems(kind: str | None = None) -> int:
-    """float32 elements per copy buffer: well beyond the last-level cache."""
-    return 2**25 if (kind or device_kind()) == "cpu" else 2**28  # 128 MiB / 1 GiB
-
-
-def gemm_size(kind: str | None = None) -> int:
-    return 1024 if (kind or device_kind()) == "cpu" else 8192
-
-
-def measure_bandwidth(elems: int | None = None, budget_s: float = 0.3) -> dict[str, Any]:
-    """Copy bandwidth: bytes read + written by ``dst.copy_(src)`` ÷ time (best decile)."""
-    torch = require_torch()
-    from demos.engine.devices import free_memory_bytes
-
-    dev = torch_device()
-    set_threads()
-    elems = int(elems or copy_elems())
-    free = free_memory_bytes(dev)
-    while free is not None and elems > 2**20 and 2 * elems * 4 > 0.4 * free:
-        elems //= 2
-    src = torch.ones(elems, device=dev)
-    dst = torch.empty_like(src)
-    t = measure(lambda: dst.copy_(src), sync_torch(dev), warmup=2, budget_s=budget_s, min_samples=7)
-    moved = 2 * elems * 4
-    del src, dst
-    return {"bytes_per_s": moved / t.p10, "median_bytes_per_s": moved / t.median, "buffer_bytes": elems * 4,
-            "moved_bytes": moved, "n": t.n, "method": f"torch copy_ of a {elems * 4 / 2**20:.0f} MiB buffer "
-                                                      "(read + write), best decile"}
-
-
-def _jax_same_device() -> bool:
-    """JAX measures the same hardware as torch (not JAX-on-CPU beside a torch GPU)."""
-    jb = jax_backend()
-    return jb is not None and ((jb == "cpu") == (torch_device() == "cpu"))
-
-
-def measure_gemm(dtype: str = "float32", n: int | None = None, budget_s: float = 0.3) -> dict[str, Any]:
-    """Best GEMM throughput for ``dtype``: 2n³ FLOPs ÷ time (best decile), torch and JAX; the
-    faster framework sets the compute roof (both run on the same hardware)."""
-    torch = require_torch()
-    ok, why = dtype_supported(dtype)
-    if not ok:
-        raise DemoError(why)
-    dev = torch_device()
-    set_threads()
-    n = int(n or gemm_size())
-    flops = 2.0 * n**3
-    rates, medians = {}, {}
-    gen = torch.Generator().manual_seed(0)
-    a = torch.randn(n, n, generator=gen).to(device=dev, dtype=getattr(torch, dtype))
-    b = torch.randn(n, n, generator=gen).to(device=dev, dtype=getattr(torch, dtype))
-    t = measure(lambda: a @ b, sync_torch(dev), warmup=1, budget_s=budget_s, min_samples=5)
-    rates["torch"], medians["torch"] = flops / t.p10, flops / t.median
-    if jax_or_none() is not None and _jax_same_device():
-        from demos.engine.workloads import jitted
-
-        jax = jax_or_none()
-        import jax.numpy as jnp
-
-        ja = jax.device_put(jnp.asarray(a.float().cpu().numpy()).astype(getattr(jnp, dtype)))
-        jb = jax.device_put(jnp.asarray(b.float().cpu().numpy()).astype(getattr(jnp, dtype)))
-        f = jitted(_mm)
-        t = measure(lambda: f(ja, jb), sync_jax(), warmup=1, budget_s=budget_s, min_samples=5)
-        rates["jax"], medians["jax"] = flops / t.p10, flops / t.median
-    del a, b
-    best = max(rates, key=rates.get)
-    return {"flops_per_s": rates[best], "by_framework": rates, "median_by_framework": medians, "n": n,
-            "best": best, "method": f"{n}×{n} @ {n}×{n} GEMM, best decile of torch and JAX"}
-
-
-def measure_peaks(dtypes: tuple[str, ...] | list[str] = ("float32",), budget_s: float = 0.3,
-                  progress: Progress | None = None) -> dict[str, Any]:
-    """This machine's roofs: copy bandwidth and a GEMM peak per dtype."""
-    from demos.engine.results import now_iso
-
-    progress = progress or (lambda f, m="": None)
-    out: dict[str, Any] = {"device": torch_device(), "device_name": device_name(), "created": now_iso(),
-                           "compute": {}}
-    progress(0.05, "measuring copy bandwidth…")
-    out["bandwidth"] = measure_bandwidth(budget_s=budget_s)
-    for i, dt in enumerate(dtypes):
-        progress(0.3 + 0.6 * i / max(len(dtypes), 1), f"measuring {dt} GEMM peak…")
-        out["compute"][dt] = measure_gemm(dt, budget_s=budget_s)
-    return out
-
-
-def peak_flops(pk: dict[str, Any], dtype: str) -> float:
-    try:
-        return pk["compute"][dtype]["flops_per_s"]
-    except KeyError:
-        raise DemoError(f"no {dtype} GEMM peak measured for {pk.get('device_name', 'this device')}") from None
-
-
-def peaks(dtypes: tuple[str, ...] | list[str] = ("float32",), refresh: bool = False,
-          progress: Progress | None = None) -> dict[str, Any]:
-    """Peaks for this device, measured once per process (shared by the roofline and predicted demos)."""
-    key = torch_device()
-    if refresh or key not in _PEAKS:
-        _PEAKS[key] = measure_peaks(dtypes, progress=progress)
-    cached = _PEAKS[key]
-    for dt in dtypes:
-        if dt not in cached["compute"]:
-            if progress:
-                progress(0.5, f"measuring {dt} GEMM peak…")
-            cached["compute"][dt] = measure_gemm(dt)
-    return cached
-
-
-def clear_peaks() -> None:
-    _PEAKS.clear()
-
-
-def _peaks_for(pk: dict[str, Any], dtype: str) -> dict[str, Any]:
-    """A JSON-able copy of the peaks with just the dtype a figure needs (stored in the measurement)."""
-    return {"device": pk["device"], "device_name": pk["device_name"], "created": pk.get("created", ""),
-            "bandwidth": dict(pk["bandwidth"]), "compute": {dtype: dict(pk["compute"][dtype])}}
 
 
 # =======================================================================================
@@ -348,7 +167,7 @@ def measure_one(workload: str, backend: str, params: dict, dtype: str = "float32
 def _unavailable(backend: str) -> str | None:
     if not available(backend):
         return "JAX is not installed here"
-    if backend.startswith("jax") and not _jax_same_device():
+    if backend.startswith("jax") and not jax_same_device():
         return "JAX sees no GPU here (pip install 'jax[cuda12]')"
     return None
 
@@ -361,14 +180,28 @@ def _timed(workload: str, backend: str, params: dict, dtype: str, budget_s: floa
 def check_dtype_here(dtype: str) -> str:
     if dtype not in DTYPES:
         raise unknown_name("dtype", dtype, DTYPES)
-    ok, why = dtype_supported(dtype)
-    if not ok:
-        raise DemoError(why)
+    check_dtype(dtype)
     return dtype
 
 
 def dtype_options() -> list[str]:
     return [d for d in DTYPES if dtype_supported(d)[0]]
+
+
+def _points(workloads, backends, scale: float, dtype: str, budget_s: float, progress: Progress | None,
+            start: float = 0.0) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """The peaks, and a roofline point per workload × backend at the size control's scale."""
+    check_dtype_here(dtype)
+    sizes = scaled_sizes(scale)
+    pk = peaks((dtype,), progress=progress)
+    todo = [(w, b) for w in workloads for b in backends]
+    points = []
+    for i, (w, b) in enumerate(todo):
+        if progress:
+            progress(start + (1 - start) * i / len(todo), f"{w} · {plots.label(b)}")
+        params = get_workload(w).resolve(workload_params(w, sizes))
+        points.append(make_point(w, b, params, dtype, _timed(w, b, params, dtype, budget_s), pk))
+    return pk, points
 
 
 def _compile(workloads, size_sets, backends=BACKENDS3, mode: str | None = None) -> None:
@@ -454,12 +287,6 @@ def _fmt_rate(x: float, unit: str) -> str:
     return f"{x:.3g} {unit}"
 
 
-def _wrap_words(text: str, width: int) -> str:
-    import textwrap
-
-    return "\n".join(textwrap.wrap(text, width)) or text
-
-
 def _ref_name(reference: dict[str, Any]) -> str:
     return reference.get("machine_short") or "recorded"
 
@@ -478,6 +305,7 @@ def measure_payoff(N: int | None = None, T: int | None = None, D: int | None = N
     check_dtype_here(dtype)
     sizes = {**payoff_defaults(), **{k: int(v) for k, v in dict(N=N, T=T, D=D, H=H).items() if v}}
     out: dict[str, Any] = {"dtype": dtype, "sizes": sizes, "backends": list(backends), "workloads": {},
+                           "device": torch_device(),
                            "extra": f"{dtype} · " + ", ".join(f"{k}={_pow(sizes[k])}" for k in "NTDH")}
     total, done = len(workloads) * len(backends), 0
     for w in workloads:
@@ -579,10 +407,23 @@ def _warm_payoff() -> None:
              + [{**d, "D": d["D"] // 2}, {**d, "H": d["H"] // 2}])
 
 
+def payoff_claims(d: dict[str, Any]) -> dict[str, bool]:
+    """The speaker notes' GPU bands. A live CPU budget times 3 calls per form, and on a loaded
+    2-core machine one form's 3 calls can all run 2–4× slow: the CPU bands are wider (the
+    interleaved tests in tests/test_roofline.py check the notes' 0.5–2)."""
+    chain, mm = (speedup(d["workloads"][w]["rows"], "torch_compile") for w in ("chain", "two_matmuls"))
+    gpu = d.get("device", "cpu") != "cpu"
+    need = 2.0 if gpu else 1.5
+    little = (("compiled ÷ eager time within 0.7–1.4", lambda x: 0.7 <= 1 / x <= 1.4) if gpu else
+              ("torch.compile under 3× faster than eager", lambda x: x < 3.0))
+    return {f"chain: torch.compile more than {need:g}× faster than eager": bool(chain and chain > need),
+            f"two_matmuls gain little from compiling ({little[0]})": bool(mm and little[1](mm))}
+
+
 payoff = Demo(
     "payoff", "Three workloads, three outcomes",
     controls=_payoff_controls, measure=measure_payoff, figure=figure_payoff, match=("dtype",),
-    warm=_warm_payoff, record={"budget_s": 0.3}, record_quick={"budget_s": 0.1},
+    warm=_warm_payoff, record={"budget_s": 0.3}, record_quick={"budget_s": 0.1}, claims=payoff_claims,
 )
 
 
@@ -593,17 +434,11 @@ def measure_roofline(workload: str = "chain", scale: float = 1.0, dtype: str = "
                      budget_s: float = 0.05, backends: tuple[str, ...] = BACKENDS3,
                      progress: Progress | None = None) -> dict[str, Any]:
     """The peaks plus the workload's points (eager costed unfused, compiled costed fused)."""
-    check_dtype_here(dtype)
     if workload not in ROOF_WORKLOADS:
         raise unknown_name("workload", workload, ROOF_WORKLOADS)
-    params = get_workload(workload).resolve(workload_params(workload, scaled_sizes(scale)))
-    pk = peaks((dtype,), progress=progress)
-    points = []
-    for i, b in enumerate(backends):
-        if progress:
-            progress(0.3 + 0.7 * i / len(backends), f"{workload} · {plots.label(b)}")
-        points.append(make_point(workload, b, params, dtype, _timed(workload, b, params, dtype, budget_s), pk))
-    return {"peaks": _peaks_for(pk, dtype), "workload": workload, "params": params, "dtype": dtype,
+    pk, points = _points((workload,), backends, scale, dtype, budget_s, progress, start=0.3)
+    params = points[0]["params"]
+    return {"peaks": peaks_for(pk, dtype), "workload": workload, "params": params, "dtype": dtype,
             "scale": scale, "points": points, "extra": f"{dtype} · {workload} {_short(workload, params)}"}
 
 
@@ -691,6 +526,18 @@ def _warm_roofline() -> None:
     _compile(ROOF_WORKLOADS, [scaled_sizes(s) for s in WARM_SCALES])
 
 
+def roofline_claims(d: dict[str, Any]) -> dict[str, bool]:
+    """The chain's eager → compiled arrow (the default workload)."""
+    by = {p["backend"]: p for p in d["points"]}
+    e, c = by["torch_eager"], by["torch_compile"]
+    need = 2.0 if d["peaks"]["device"] != "cpu" else 1.5
+    up = speedup(by, "torch_compile") or 0.0  # the arrow's "FLOP/s ×…"
+    return {f"{d['workload']}: torch.compile moves the point ×22 to the right (same FLOPs, 1/22 of the bytes)":
+            round(c["intensity"] / e["intensity"]) == 22 and c["flops"] == e["flops"],
+            f"{d['workload']}: and up, torch.compile reaches over {need:g}× eager's FLOP/s": up > need,
+            "the eager chain sits on the bandwidth slope (memory-bound)": e["bound"] == "memory"}
+
+
 roofline = Demo(
     "roofline", "A measured roofline",
     controls=lambda kind: [Choice("scale", 1.0, label="size", options=SCALES),
@@ -698,6 +545,7 @@ roofline = Demo(
     measure=measure_roofline, figure=figure_roofline,
     # the recorded roofs are drawn beside any workload; its points only beside the same workload
     match=("dtype",), warm=_warm_roofline, record={"budget_s": 0.3}, record_quick={"budget_s": 0.1},
+    claims=roofline_claims,
 )
 
 
@@ -707,19 +555,10 @@ roofline = Demo(
 def measure_predicted(scale: float = 1.0, dtype: str = "float32", budget_s: float = 0.05,
                       workloads: tuple[str, ...] = PAYOFF_WORKLOADS, backends: tuple[str, ...] = BACKENDS3,
                       progress: Progress | None = None) -> dict[str, Any]:
-    check_dtype_here(dtype)
-    sizes = scaled_sizes(scale)
-    pk = peaks((dtype,), progress=progress)
-    points = []
-    todo = [(w, b) for w in workloads for b in backends]
-    for i, (w, b) in enumerate(todo):
-        if progress:
-            progress(i / len(todo), f"{w} · {plots.label(b)}")
-        params = get_workload(w).resolve(workload_params(w, sizes))
-        points.append(make_point(w, b, params, dtype, _timed(w, b, params, dtype, budget_s), pk))
+    pk, points = _points(workloads, backends, scale, dtype, budget_s, progress)
     shown = "; ".join(dict.fromkeys(f"{q['workload']} " + ",".join(_pow(v) for v in q["params"].values())
                                     for q in points))
-    return {"peaks": _peaks_for(pk, dtype), "dtype": dtype, "scale": scale, "points": points,
+    return {"peaks": peaks_for(pk, dtype), "dtype": dtype, "scale": scale, "points": points,
             "extra": f"{dtype} · {shown}"}
 
 
@@ -740,7 +579,7 @@ def figure_predicted(data: dict[str, Any], reference: dict[str, Any] | None = No
             ax.scatter(q["median_s"], y, s=80, color=plots.color(q["backend"]), zorder=4,
                        marker=MARKERS.get(q["backend"], "o"))
             tx.text(0.0, y, f"×{q['ratio']:.1f}", va="center", fontsize=11, fontweight="bold")
-            tx.text(0.2, y, _wrap_words(q["why"], 34), va="center", fontsize=9.5)
+            tx.text(0.2, y, textwrap.fill(q["why"], 34), va="center", fontsize=9.5)
         else:
             tx.text(0.0, y, q.get("error") or "not measured", va="center", fontsize=10, color="#b00020")
         r = next((p for p in (reference or {}).get("points", []) if p["workload"] == q["workload"]
@@ -776,12 +615,24 @@ def _warm_predicted() -> None:
     _compile(PAYOFF_WORKLOADS, [scaled_sizes(1.0), scaled_sizes(0.25)])
 
 
+def predicted_claims(d: dict[str, Any]) -> dict[str, bool]:
+    """GEMMs near the compute roof; on a CPU the compiled chain well above it (costly math). Best
+    deciles: load only slows a run down, so it cannot push a point towards its roof."""
+    ratio = {(p["workload"], p["backend"]): p["p10_s"] / p["predicted_s"] for p in d["points"] if p.get("p10_s")}
+    mm = [r for (w, _), r in ratio.items() if w == "two_matmuls"]
+    out = {"big GEMMs sit near the compute roof: two_matmuls' best form within 4× of its prediction":
+           bool(mm) and min(mm) <= 4.0}
+    if d["peaks"]["device"] == "cpu":
+        out["tanh/exp/sin cost many FLOPs, the model counts 1: the compiled chain over 2× its prediction"] = \
+            ratio.get(("chain", "torch_compile"), 0.0) > 2.0
+    return out
+
+
 predicted = Demo(
     "predicted", "Predicted vs measured",
     controls=lambda kind: [Choice("scale", 1.0, label="size", options=PREDICTED_SCALES), _dtype_control()],
     measure=measure_predicted, figure=figure_predicted, run_button=True, match=("dtype",),
-    warm=_warm_predicted,
-    record={"budget_s": 0.3}, record_quick={"budget_s": 0.1},
+    warm=_warm_predicted, record={"budget_s": 0.3}, record_quick={"budget_s": 0.1}, claims=predicted_claims,
 )
 
 
@@ -859,7 +710,7 @@ def figure_overheads(data: dict[str, Any], reference: dict[str, Any] | None = No
     else:
         note = ("CPU: no kernel launches to batch, so reduce-overhead has nothing to remove "
                 "(CUDA graphs need a GPU); both compiled modes run the same C++")
-    ax.set_title(_wrap_words(note, 95), fontsize=11.5)
+    ax.set_title(textwrap.fill(note, 95), fontsize=11.5)
     ax.legend(loc="upper left", fontsize=10)
     plots.stamp_figure(fig, data, reference)
     return fig
@@ -870,11 +721,21 @@ def _warm_overheads() -> None:
         _compile(("complex_activation",), [{"N": n} for n in overhead_sizes()], ("torch_compile",), mode)
 
 
+def overheads_claims(d: dict[str, Any]) -> dict[str, bool]:
+    ro, default = d["modes"]["reduce-overhead"], d["modes"]["default"]
+    if d["device"] == "cuda":
+        return {"CUDA graphs lower the small-size floor (reduce-overhead < 0.9× default)":
+                ro[0]["p10_s"] < 0.9 * default[0]["p10_s"]}
+    r = statistics.median(a["p10_s"] / b["p10_s"] for a, b in zip(ro, default))
+    return {"no launches to replay: reduce-overhead within 0.5–2× of the default mode (median over N)":
+            0.5 <= r <= 2.0}
+
+
 overheads = Demo(
     "overheads", "Overheads removed differently",
     controls=lambda kind: [Pow2("largest", 2**(22 if kind == "gpu" else 18), label="largest N",
                                 lo=10 if kind == "gpu" else 8, hi=22 if kind == "gpu" else 18),
                            _dtype_control()],
     measure=measure_overheads, figure=figure_overheads, run_button=True, match=("dtype",),
-    warm=_warm_overheads, record={"budget_s": 0.3}, record_quick={"budget_s": 0.1},
+    warm=_warm_overheads, record={"budget_s": 0.3}, record_quick={"budget_s": 0.1}, claims=overheads_claims,
 )
