@@ -139,6 +139,33 @@ def parts() -> list[Path]:
     return sorted(SLIDES_DIR.glob("[0-9][0-9]_*.ipynb"))
 
 
+POLL_SLICE_S = 0.5
+
+
+def _sliced(get_msg, slice_s: float = POLL_SLICE_S):
+    """A channel's ``get_msg`` that polls in short slices up to its timeout.
+
+    Headless execution with live widgets stalled: a message the kernel had sent sat unseen until
+    the cell's whole timeout ran out (or forever on the iopub channel, which nbclient polls with
+    no timeout), then arrived. pyzmq's asyncio poll on the edge-triggered zmq FD can miss a
+    wake-up and only find the message when its timeout fires (pyzmq #1558, #2173); the many
+    comm messages of a widget cell make that likely. Polling in slices re-checks the socket every
+    ``slice_s`` seconds, so a missed wake-up costs half a second, not the cell's timeout."""
+    from queue import Empty
+
+    async def get(timeout: float | None = None):
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            wait = slice_s if deadline is None else max(0.0, min(slice_s, deadline - time.monotonic()))
+            try:
+                return await get_msg(timeout=wait)
+            except Empty:
+                if deadline is not None and time.monotonic() >= deadline:
+                    raise
+
+    return get
+
+
 def execute(path: str | Path, timeout: int = 900, static: bool = True, cwd: str | Path | None = None,
             env: dict[str, str] | None = None, store_widget_state: bool = True):
     """Execute a notebook headless; returns (notebook, seconds). Raises on cell errors."""
@@ -156,6 +183,12 @@ def execute(path: str | Path, timeout: int = 900, static: bool = True, cwd: str 
         client = NotebookClient(nb, timeout=timeout, kernel_name="python3",
                                 resources={"metadata": {"path": str(cwd or Path(path).parent)}},
                                 store_widget_state=store_widget_state)
+
+        def patch_channels(**_kw) -> None:
+            for channel in (client.kc.shell_channel, client.kc.iopub_channel):
+                channel.get_msg = _sliced(channel.get_msg)
+
+        client.on_notebook_start = patch_channels
         client.execute()
     finally:
         for k, v in old.items():
