@@ -66,27 +66,38 @@ def label(backend: str) -> str:
     return LABELS.get(backend, backend)
 
 
-def stamp(fig: Figure, text: str, *, where: str = "Measured on") -> None:
-    """Footer saying where/what was measured: device, dtype, sizes, versions, date."""
-    fig.text(0.005, 0.003, f"{where}: {text}", fontsize=9, color="#555555", ha="left", va="bottom")
+FOOTER_PT = 9.5
+
+
+def _footer(fig: Figure, lines: list[str]) -> None:
+    """Footer lines at the bottom left, wrapped to the figure's width (never clipped at its
+    right edge), with the layout told to keep the axes above them."""
+    import textwrap
+
+    chars = max(40, int(fig.get_figwidth() * 72 * 0.98 / (FOOTER_PT * 0.6)))  # DejaVu Sans: ≤0.6 em a character
+    wrapped = [w for line in lines for w in textwrap.wrap(line, chars, subsequent_indent="    ")]
+    fig.text(0.005, 0.004, "\n".join(wrapped), fontsize=FOOTER_PT, color="#555555", ha="left", va="bottom",
+             linespacing=1.15)
+    share = (len(wrapped) * FOOTER_PT * 1.15 * 1.2 + 4) / (fig.get_figheight() * 72)
     try:
-        fig.get_layout_engine().set(rect=(0, 0.04, 1, 0.96))
+        fig.get_layout_engine().set(rect=(0, share, 1, 1 - share))
     except Exception:
         pass
 
 
+def stamp(fig: Figure, text: str, *, where: str = "Measured on") -> None:
+    """Footer saying where/what was measured: device, dtype, sizes, versions, date."""
+    _footer(fig, [f"{where}: {text}"])
+
+
 def stamp_figure(fig: Figure, data: dict[str, Any], reference: dict[str, Any] | None = None) -> None:
     """The footer of every demo figure: where ``data`` was measured (or recorded), and, when a
-    recorded run is drawn beside it, that run's machine and date on a second line."""
-    stamp(fig, data.get("stamp", ""), where="Recorded on" if data.get("recorded") else "Measured on")
+    recorded run (or the seed's reported figures) is drawn beside it, where that came from."""
+    lines = [f"{'Recorded on' if data.get('recorded') else 'Measured on'}: {data.get('stamp', '')}"]
     if reference is not None:
         where = "Beside it" if reference.get("seed") else "Beside it, recorded on"
-        fig.text(0.005, 0.028, f"{where}: {reference.get('stamp', '?')}", fontsize=9,
-                 color="#555555", ha="left", va="bottom")
-        try:
-            fig.get_layout_engine().set(rect=(0, 0.07, 1, 0.93))
-        except Exception:
-            pass
+        lines.append(f"{where}: {reference.get('stamp', '?')}")
+    _footer(fig, lines)
 
 
 def machine_stamp(machine: dict[str, Any], extra: str = "", date: str = "") -> str:

@@ -230,7 +230,7 @@ def figure_sync_trap(data: dict, reference: dict | None = None):
     axes = [axes] if len(panels) == 1 else list(axes)
     for ax, d in zip(axes, panels):
         where = d.get("machine_short", "recorded") if d.get("recorded") else "here"
-        where += " — mean ± sd" if d.get("seed") else ""
+        where = "seed's GPU, mean ± sd" if d.get("seed") else where
         _trap_axes(ax, d, f"{d['workload']} · {d['dtype']} · {where}")
     axes[0].legend(loc="upper right", fontsize=10)
     parts = []
