@@ -15,13 +15,17 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def test_widget_versions_that_render_in_rise(monkeypatch):
+    from demos.deck import present
+
     versions = {"ipywidgets": "7.8.5", "jupyterlab_widgets": "1.1.11"}
-    monkeypatch.setattr(check, "_version", lambda pkg: versions.get(pkg))
-    assert check.widgets_problem() is None
+    monkeypatch.setattr(present, "_version", lambda pkg: versions.get(pkg))
+    assert present.widgets_problem() is None
     versions.update(ipywidgets="8.1.2", jupyterlab_widgets="3.0.10")
-    assert check.widgets_problem() is None
+    assert present.widgets_problem() is None
     versions.update(ipywidgets="8.1.9", jupyterlab_widgets="3.0.16")
-    assert "does not render inside the RISE slideshow" in check.widgets_problem()
+    assert "does not render inside the RISE slideshow" in present.widgets_problem()
+    rows = {r.what: r for r in check.check_environment()}  # make check reports it with the fix
+    assert not rows["widgets render in RISE"].ok and "8.1.9" in rows["widgets render in RISE"].detail
 
 
 def _demo(claim_holds: bool, fails: bool = False) -> Demo:

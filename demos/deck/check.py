@@ -24,12 +24,6 @@ from demos.engine.errors import one_line, release_memory
 
 OUT = PROJECT_ROOT / "build" / "check"
 
-# ipywidgets ↔ jupyterlab_widgets pairs that render inside jupyterlab_rise 0.43: 7.8.x with
-# jupyterlab_widgets 1.1.x, or 8.1.2 with 3.0.10. jupyterlab_widgets ≥ 3.0.11 imports
-# @jupyterlab/console, which RISE's page does not share: widgets then show as plain text.
-RENDERING_WIDGETS = (("7.8.", "1.1."), ("8.1.2", "3.0.10"))
-
-
 @dataclass
 class Row:
     what: str
@@ -39,28 +33,6 @@ class Row:
     memory: str = ""
     detail: str = ""
     fix: str = ""
-
-
-def _version(pkg: str) -> str | None:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version(pkg)
-    except PackageNotFoundError:
-        return None
-
-
-def widgets_problem() -> str | None:
-    """One line when the installed widget packages will not render in RISE (None: fine)."""
-    ipw, jlw = _version("ipywidgets"), _version("jupyterlab_widgets")
-    if ipw is None:
-        return "ipywidgets is not installed: live cells show no controls"
-    for want_ipw, want_jlw in RENDERING_WIDGETS:
-        if ipw.startswith(want_ipw) and (jlw or "").startswith(want_jlw):
-            return None
-    return (f"ipywidgets {ipw} with jupyterlab_widgets {jlw} does not render inside the RISE slideshow "
-            "(widgets appear as text); install ipywidgets==7.8.5 (the deck's pin) or "
-            "ipywidgets==8.1.2 jupyterlab_widgets==3.0.10")
 
 
 def _reset_peak(device: str) -> None:
@@ -106,7 +78,7 @@ def check_demo(demo, out: Path) -> Row:
 
 
 def check_environment() -> list[Row]:
-    from demos.deck.present import cache_status
+    from demos.deck.present import _version, cache_status, widgets_problem
 
     rows = []
     problem = widgets_problem()

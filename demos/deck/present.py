@@ -162,6 +162,26 @@ def plan(part: str | int | None = None, port: int | None = None, ip: str = "127.
     return ServerPlan(argv=argv, env=env, ip=ip, port=port, token=token, root=Path(root), notebook=notebook)
 
 
+# ipywidgets ↔ jupyterlab_widgets pairs that render inside jupyterlab_rise 0.43: 7.8.x with
+# jupyterlab_widgets 1.1.x, or 8.1.2 with 3.0.10. jupyterlab_widgets ≥ 3.0.11 imports
+# @jupyterlab/console, which RISE's page does not share: widgets then show as plain text.
+RENDERING_WIDGETS = (("7.8.", "1.1."), ("8.1.2", "3.0.10"))
+
+
+def widgets_problem() -> str | None:
+    """One line when the installed widget packages will not render in RISE (None: fine)."""
+    ipw, jlw = _version("ipywidgets"), _version("jupyterlab_widgets")
+    if ipw is None:
+        return "ipywidgets is not installed: live cells show no controls"
+    for want_ipw, want_jlw in RENDERING_WIDGETS:
+        if ipw.startswith(want_ipw) and (jlw or "").startswith(want_jlw):
+            return None
+    return (f"ipywidgets {ipw} with jupyterlab_widgets {jlw} does not render inside the RISE slideshow "
+            "(widgets appear as text); install ipywidgets==7.8.5 (the deck's pin) or "
+            "ipywidgets==8.1.2 jupyterlab_widgets==3.0.10")
+
+
+
 # -- caches -----------------------------------------------------------------------------
 def _version(pkg: str) -> str | None:
     from importlib.metadata import PackageNotFoundError, version
@@ -305,8 +325,6 @@ def main(argv: list[str] | None = None) -> int:
     notice = cold_notice()
     if notice:
         print(notice, flush=True)
-    from demos.deck.check import widgets_problem
-
     problem = widgets_problem()
     if problem:
         print(f"WARNING: {problem}", flush=True)
