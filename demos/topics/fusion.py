@@ -411,7 +411,7 @@ def _torch_peak(fn: Callable[[], Any], sync, device: str) -> dict[str, Any]:
         peak, how = None, "profiler memory events"
     from torch.profiler import ProfilerActivity, profile
 
-    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+    with profiling.quiet_native_stderr(), profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
         out = fn()
         sync(out)
         del out
