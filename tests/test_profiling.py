@@ -176,3 +176,16 @@ def test_gpu_eager_complex_activation_six_kernels_launched_asynchronously():
     kernels = [e for e in run["lanes"]["device"] if e["kind"] == "kernel"]
     # asynchronous: the host issues the last op before the last kernel finishes
     assert host_ops[-1]["start_us"] < kernels[-1]["start_us"] + kernels[-1]["dur_us"]
+
+
+def test_no_native_profiler_line_reaches_a_slide():
+    """libkineto writes 'USDT: … profiler_start/stop' to file descriptor 2, which a kernel shows
+    under the cell. Every profiled demo (timelines, part 2's memory slide) keeps fd 2 quiet."""
+    import subprocess
+    import sys
+
+    code = ("import demos\nfrom demos.topics import fusion, eager\n"
+            "fusion.measure_memory()\neager.measure_timeline(2**12)\n")
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr[-1000:]
+    assert "USDT" not in run.stderr and "profiler_start" not in run.stderr, run.stderr[-1000:]
