@@ -72,7 +72,7 @@ def check_demo(demo, out: Path) -> Row:
     mem = f"{_read_peak(device):.2f} " + ("GiB" if device == "cuda" else "GiB RSS")
     failed = [c for c, ok in claims.items() if not ok]
     detail = (f"claim fails here: {'; '.join(failed)}" if failed
-              else f"{len(claims)} claim{'s' * (len(claims) != 1)} hold" if claims else "draws")
+              else f"{len(claims)} claim{'s hold' if len(claims) != 1 else ' holds'}" if claims else "draws")
     fix = "the slide must say what this device shows; report it" if failed else ""
     return Row(demo.key, device, not failed, seconds, mem, detail, fix)
 

@@ -7,11 +7,10 @@ the compiled one is often the *closer* to an exact float64 evaluation of the sam
 
 One live demo (:class:`demos.deck.demo.Demo`), ``numerics.live()``: ``measure_numerics``
 compares torch.compile with torch eager and jax.jit with JAX op-by-op, and every form with a
-float64 reference; ``figure_numerics`` draws it (with a table of the differences).
+float64 reference; ``figure_numerics`` draws it (one figure per slide: its bars carry the numbers).
 """
 from __future__ import annotations
 
-import html
 from typing import Any
 
 from demos.deck.demo import Choice, Demo, Progress
@@ -101,7 +100,7 @@ def _pair_label(key: str) -> str:
 
 def figure_numerics(data: dict[str, Any], reference: dict[str, Any] | None = None):
     """Left: compiled vs eager, as a share of the stated tolerance. Right: every form's error
-    against float64 (who is closer to the exact answer). Returns (figure, table)."""
+    against float64 (who is closer to the exact answer)."""
     fig, (a1, a2) = plots.figure(1, 2, size=(10.5, 4.1))  # 50 px shorter: its slide has a long title and two control rows
     pairs = list(data["pairs"].items())
     ys = list(range(len(pairs)))
@@ -149,17 +148,7 @@ def figure_numerics(data: dict[str, Any], reference: dict[str, Any] | None = Non
         a2.set_title(f"distance from float64 = {vals['float64']:,.8g}", loc="left", fontsize=13)
     a2.set_xlim(min(errs) / 3, max(errs) * 30)
     plots.stamp_figure(fig, data, reference)
-    return fig, table(data)
-
-
-def table(data: dict[str, Any]) -> str:
-    rows = []
-    for k, s in data["pairs"].items():
-        rows.append(f"<tr><td>{html.escape(_pair_label(k))}</td><td>{s['max_abs']:.3g}</td>"
-                    f"<td>{s['max_rel']:.3g}</td><td>{s['tol_used']:.3g}</td><td>{100 * s['differ_frac']:.0f}%</td></tr>")
-    head = ("<tr><th></th><th>max |Δ|</th><th>max rel Δ</th><th>share of tolerance</th>"
-            "<th>elements that differ</th></tr>")
-    return f"<table class='jitdeck-table' style='font-size:15px'>{head}{''.join(rows)}</table>"
+    return fig
 
 
 def numerics_claims(d: dict[str, Any]) -> dict[str, bool]:
