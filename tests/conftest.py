@@ -43,9 +43,17 @@ def artifacts() -> Path:
 
 
 @pytest.fixture(autouse=True)
-def _no_static_leak(monkeypatch):
-    # Unit tests build panels outside a kernel: they are static unless a test says otherwise.
+def _no_static_leak():
+    """No test leaves the deck's mode switches behind: a stray DEMOS_STATIC would turn every later
+    live execution static (its kernels inherit this process's environment)."""
+    keys = ("DEMOS_STATIC", "DEMOS_RESULTS")
+    before = {k: os.environ.get(k) for k in keys}
     yield
+    for k, v in before.items():
+        if v is None:
+            os.environ.pop(k, None)
+        else:
+            os.environ[k] = v
 
 
 def in_ci() -> bool:

@@ -110,7 +110,18 @@ def table(rows: Sequence[Row]) -> str:
 
 
 def run(demos: Sequence, out: Path = OUT, verbose: bool = True) -> list[Row]:
-    os.environ["DEMOS_STATIC"] = "1"  # headless: figures as PNG, no widgets
+    old = os.environ.get("DEMOS_STATIC")
+    os.environ["DEMOS_STATIC"] = "1"  # headless: figures as PNG, no widgets (only while checking)
+    try:
+        return _run(demos, out, verbose)
+    finally:
+        if old is None:
+            os.environ.pop("DEMOS_STATIC", None)
+        else:
+            os.environ["DEMOS_STATIC"] = old
+
+
+def _run(demos: Sequence, out: Path, verbose: bool) -> list[Row]:
     out.mkdir(parents=True, exist_ok=True)
     rows = check_environment()
     for demo in demos:
