@@ -256,6 +256,10 @@ def test_live_cell_renders_and_slider_redraws_in_rise(server, browser_ctx, artif
         new = _wait_new_image(cell, old, 60)
         assert new != old
         assert readout.inner_text().strip() == "11"
+        for _ in range(100):  # the status line follows the image by a moment
+            if "done in" in cell.locator(".jitdeck-panel").inner_text():
+                break
+            time.sleep(0.2)
         assert "done in" in cell.locator(".jitdeck-panel").inner_text()
         # a presenter's arrow key on a focused slider moves the slider, not the slideshow
         slide = page.evaluate(CURRENT)["id"]

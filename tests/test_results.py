@@ -48,7 +48,9 @@ def test_not_a_record_is_refused(tmp_path):
     p.write_text('{"hello": 1}')
     import pytest
 
-    with pytest.raises(ValueError):
+    from demos.engine.errors import DemoError
+
+    with pytest.raises(DemoError, match="not a jit-deck results record"):
         Record.load(p)
 
 
