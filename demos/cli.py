@@ -100,8 +100,12 @@ def cmd_record(args: argparse.Namespace) -> int:
 
 def cmd_warm(args: argparse.Namespace) -> int:
     """Compile every demo at its default sizes into the persistent caches in .cache/."""
-    from demos.engine.errors import one_line
+    from demos.engine.env import cache_problem
+    from demos.engine.errors import DemoError, one_line
 
+    problem = cache_problem()  # before minutes of compiling into caches nobody keeps
+    if problem:
+        raise DemoError(problem)
     t0 = time.perf_counter()
     failed = 0
     for demo in _demos(args.demo):

@@ -132,3 +132,59 @@ def test_torch_and_jax_share_the_gpu():
     assert free_before - free_after < 2 * 2**30  # JAX did not grab 75% of the card
     big = torch.empty(2**30, device="cuda")  # torch can still allocate 4 GiB
     del big
+
+
+# -- a C++ compiler that is there but fails (issue 14, item 6) ----------------------------
+FAKE_CXX = """#!/bin/sh
+for a in "$@"; do case "$a" in --version|-dumpversion) exec g++ "$@";; esac; done
+echo "In file included from check.cpp:1:" >&2
+echo "check.cpp:1:10: fatal error: Python.h: No such file or directory" >&2
+exit 1
+"""
+
+
+@pytest.fixture
+def failing_cxx(tmp_path):
+    path = tmp_path / "broken-g++"
+    path.write_text(FAKE_CXX)
+    path.chmod(0o755)
+    return str(path)
+
+
+def test_info_without_check_reports_a_cxx_that_fails(failing_cxx):
+    if dv.torch_device() != "cpu":
+        pytest.skip("the C++ step is torch.compile's CPU path")
+    r = run("-m", "demos", "info", env={"CXX": failing_cxx})
+    assert r.returncode == 0, r.stderr
+    line = next(ln for ln in r.stdout.splitlines() if "torch_compile" in ln)
+    assert line.strip().startswith("NO"), line
+    assert "broken-g++" in line and "Python.h: No such file or directory" in line, line
+    assert "unset CXX" in r.stdout
+    r = run("-m", "demos", "info", env={"CXX": "/nowhere/g++"})
+    assert "CXX='/nowhere/g++' is not on PATH" in r.stdout
+
+
+def test_a_real_failed_cpp_compile_keeps_its_cause(failing_cxx, tmp_path):
+    """torch.compile with that compiler: the panel's one line carries the compiler's own words."""
+    code = ("import torch\nfrom demos.engine.errors import one_line\n"
+            "f = torch.compile(lambda t: (t.sin() + 1).relu())\n"
+            "try:\n    f(torch.ones(8))\nexcept Exception as e:\n    print('LINE', one_line(e))\n")
+    r = run("-c", code, env={"CXX": failing_cxx, "TORCHINDUCTOR_CACHE_DIR": str(tmp_path / "inductor")})
+    line = next((ln for ln in r.stdout.splitlines() if ln.startswith("LINE")), r.stdout + r.stderr)
+    assert "C++ compile failed" in line and "Python.h: No such file or directory" in line, line
+    r = run("-c", code, env={"CXX": "/bin/false", "TORCHINDUCTOR_CACHE_DIR": str(tmp_path / "inductor2")})
+    line = next((ln for ln in r.stdout.splitlines() if ln.startswith("LINE")), r.stdout + r.stderr)
+    assert "needs a working C++ compiler" in line and "/bin/false" in line, line
+
+
+def test_unwritable_cache_folder_is_said_before_any_work(tmp_path):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    env = {"DEMOS_CACHE_DIR": str(blocker / "cache")}
+    r = run("-m", "demos", "warm", env=env)
+    assert r.returncode == 2 and "not writable" in r.stderr and "warmed" not in r.stdout, (r.stdout, r.stderr)
+    assert len(r.stderr.strip().splitlines()) == 1
+    r = run("-m", "demos.deck.present", "--cache-status", env=env)
+    assert r.returncode == 1 and "cannot be kept" in r.stdout and "not writable" in r.stdout
+    r = run("-m", "demos.deck.present", "--mark-warm", env=env)
+    assert r.returncode == 2 and "cannot write the warm marker" in r.stderr and "Traceback" not in r.stderr

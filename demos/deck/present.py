@@ -33,7 +33,7 @@ import webbrowser
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from demos.engine.env import CACHE_ROOT, PROJECT_ROOT
+from demos.engine.env import CACHE_ROOT, PROJECT_ROOT, cache_problem
 from demos.engine.errors import DemoError
 
 LOOPBACK_NAMES = ("localhost",)
@@ -206,15 +206,24 @@ def fingerprint(root: Path = PROJECT_ROOT) -> dict:
 
 
 def mark_warm(marker: Path = WARM_MARKER, root: Path = PROJECT_ROOT) -> Path:
-    marker.parent.mkdir(parents=True, exist_ok=True)
+    """Record that `make warm` filled the caches (atomically; one line when it cannot)."""
     data = fingerprint(root)
     data["warmed_at"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-    marker.write_text(json.dumps(data, indent=1))
+    try:
+        marker.parent.mkdir(parents=True, exist_ok=True)
+        tmp = marker.with_name(marker.name + ".tmp")
+        tmp.write_text(json.dumps(data, indent=1))
+        os.replace(tmp, marker)
+    except OSError as exc:
+        raise DemoError(f"cannot write the warm marker {marker}: {exc.strerror or exc}") from None
     return marker
 
 
 def cache_status(marker: Path = WARM_MARKER, root: Path = PROJECT_ROOT) -> tuple[bool, str]:
     """(warm?, one line for the lecturer)."""
+    problem = cache_problem()
+    if problem:
+        return False, f"compile caches cannot be kept: {problem}"
     if not marker.exists():
         return False, "compile caches are cold (`make warm` has not run here)"
     try:
@@ -306,7 +315,11 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
 
     if args.mark_warm:
-        print(f"wrote {mark_warm()}")
+        try:
+            print(f"wrote {mark_warm()}")
+        except DemoError as exc:
+            print(f"make warm: {exc}", file=sys.stderr)
+            return 2
         return 0
     if args.cache_status:
         warm, line = cache_status()

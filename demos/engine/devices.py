@@ -167,9 +167,46 @@ def free_memory_bytes(device: str | None = None) -> int | None:
 
 
 def cxx_compiler() -> str | None:
-    for name in (os.environ.get("CXX"), "g++", "c++", "clang++"):
-        if name and shutil.which(name):
-            return shutil.which(name)
+    """The C++ compiler Inductor will use: $CXX when set (Inductor takes it as is), else g++
+    (clang++ on macOS); None when that is not on PATH."""
+    name = os.environ.get("CXX") or ("clang++" if sys.platform == "darwin" else "g++")
+    return shutil.which(name)
+
+
+_CXX_FIX = "torch.compile on CPU needs g++ and Python headers: apt-get install g++ python3-dev"
+
+
+def cxx_problem() -> str | None:
+    """Why torch.compile's C++ step will fail here, in one line, or None when a real compile of
+    a file including Python.h succeeds (about 0.2 s; done once per compiler)."""
+    cxx = cxx_compiler()
+    if cxx is None:
+        name = os.environ.get("CXX")
+        return f"CXX={name!r} is not on PATH" if name else "no C++ compiler (g++) on PATH"
+    if not python_headers():
+        return "no Python headers (Python.h)"
+    return _compile_check(cxx, sysconfig.get_paths()["include"])
+
+
+@functools.lru_cache(maxsize=None)
+def _compile_check(cxx: str, include: str) -> str | None:
+    import subprocess
+    import tempfile
+
+    from demos.engine.errors import _compiler_cause
+
+    with tempfile.TemporaryDirectory() as tmp:
+        src = Path(tmp, "check.cpp")
+        src.write_text("#include <Python.h>\nint main() { return 0; }\n")
+        try:
+            r = subprocess.run([cxx, "-fsyntax-only", f"-I{include}", str(src)], capture_output=True,
+                               text=True, timeout=60)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            return f"{cxx} does not run ({exc.__class__.__name__})"
+    if r.returncode != 0:
+        said = (r.stderr or r.stdout).strip()
+        cause = _compiler_cause(said) if said else f"exit code {r.returncode}, no output"
+        return f"{cxx} fails to compile a test file including Python.h: {cause}"
     return None
 
 
@@ -251,17 +288,12 @@ def backend_status(check_compile: bool = False) -> dict[str, dict[str, Any]]:
         status["torch_compile"] = {"ok": False, "detail": "PyTorch is not installed", "fix": fix}
     else:
         status["torch_eager"] = {"ok": True, "detail": f"torch {torch.__version__} on {torch_device()}"}
-        problems = []
-        if torch_device() == "cpu":
-            if cxx_compiler() is None:
-                problems.append("no C++ compiler")
-            if not python_headers():
-                problems.append("no Python headers")
-        if problems:
+        problem = cxx_problem() if torch_device() == "cpu" else None
+        if problem:
             status["torch_compile"] = {
                 "ok": False,
-                "detail": ", ".join(problems),
-                "fix": "torch.compile on CPU needs g++ and Python headers: apt-get install g++ python3-dev",
+                "detail": problem,
+                "fix": _CXX_FIX + ("; or unset CXX (then g++ is used)" if os.environ.get("CXX") else ""),
             }
         else:
             detail = "Inductor → " + ("Triton kernels" if torch_device() == "cuda" else "C++/OpenMP kernels")
@@ -281,7 +313,7 @@ def backend_status(check_compile: bool = False) -> dict[str, dict[str, Any]]:
                     status["torch_compile"] = {
                         "ok": False,
                         "detail": one_line(exc),
-                        "fix": "torch.compile on CPU needs g++ and Python headers: apt-get install g++ python3-dev",
+                        "fix": _CXX_FIX,
                     }
     if jax is None:
         fix = "install JAX: pip install 'jax[cpu]==0.10.2' (or jax[cuda12] on an NVIDIA GPU)"

@@ -9,11 +9,24 @@ CACHE_ROOT = Path(os.environ.get("DEMOS_CACHE_DIR", PROJECT_ROOT / ".cache"))
 
 
 def _writable(path: Path) -> bool:
+    """Can files be created in ``path`` (made if missing)? Tried for real: os.access says yes to
+    root even on a read-only mount."""
+    import tempfile
+
     try:
         path.mkdir(parents=True, exist_ok=True)
-        return os.access(path, os.W_OK)
+        with tempfile.NamedTemporaryFile(dir=path, prefix=".probe-"):
+            return True
     except OSError:
         return False
+
+
+def cache_problem() -> str | None:
+    """One line when the compile-cache folder cannot be written (None when it can)."""
+    if _writable(CACHE_ROOT):
+        return None
+    return (f"the compile-cache folder {CACHE_ROOT} is not writable, so torch and JAX use their own "
+            "temporary caches, which `make warm` cannot fill (set DEMOS_CACHE_DIR to a writable folder)")
 
 
 def configure_environment() -> None:

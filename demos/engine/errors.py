@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import gc
+import re
 from difflib import get_close_matches
 from typing import Iterable
 
@@ -51,11 +52,29 @@ def one_line(exc: BaseException, context: str = "") -> str:
         return prefix + str(exc)
     if is_oom(exc):
         return prefix + "out of memory (memory released; try a smaller size)"
-    text = str(exc).strip().splitlines()
+    whole = str(exc)
+    text = whole.strip().splitlines()
     first = next((line.strip() for line in text if line.strip()), type(exc).__name__)
     low = first.lower()
     if "not implemented for" in low or "unsupported dtype" in low or "does not support" in low:
         return prefix + f"this device does not support that dtype/op ({first[:160]})"
-    if "g++" in low or "c++ compiler" in low or "invalidcxxcompiler" in type(exc).__name__.lower():
+    if "C++ compile error" in whole:  # Inductor's CppCompileError: the compiler's own words are the cause
+        return prefix + f"torch.compile's C++ compile failed ({_compiler_cause(whole)})"
+    if "no working c++ compiler" in whole.lower() or "invalidcxxcompiler" in type(exc).__name__.lower():
+        tried = re.search(r"cpp\.cxx: \(None, '([^']*)'\)", whole)
+        which = f"{tried.group(1)!r} does not run" if tried else "none found"
+        return prefix + (f"torch.compile on CPU needs a working C++ compiler ({which}; unset CXX or "
+                         "apt-get install g++ python3-dev)")
+    if "g++" in low or "c++ compiler" in low:
         return prefix + "torch.compile on CPU needs a C++ compiler (apt-get install g++ python3-dev)"
     return prefix + f"{type(exc).__name__}: {first[:200]}"
+
+
+def _compiler_cause(text: str) -> str:
+    """The line of a compiler's output that says what went wrong (Inductor puts the output after
+    'Output:'); the first error line, else the first line, shortened."""
+    out = text.split("Output:", 1)[1] if "Output:" in text else text
+    lines = [ln.strip() for ln in out.splitlines() if ln.strip() and not ln.startswith("Set TORCHDYNAMO")]
+    pick = next((ln for ln in lines if re.search(r"\b(fatal error|error)\b", ln)), lines[0] if lines else "no output")
+    pick = re.sub(r"^\S+?:\d+:\d+:\s*", "", pick)  # drop file:line:col
+    return pick[:180]
