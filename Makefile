@@ -6,7 +6,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 PYTEST_ARGS ?=
 
-.PHONY: help setup present test pdf html warm check record bench info clean clean-slides lint-slides
+.PHONY: help setup present test pdf html warm check walk record bench info clean clean-slides lint-slides
 
 help:
 	@echo "make present   open the deck as a slideshow (JupyterLab + RISE on 127.0.0.1)"
@@ -15,6 +15,7 @@ help:
 	@echo "make html      offline reveal.js slides in build/html/"
 	@echo "make warm      pre-compile every demo into .cache/ so no live cell stalls on a compile"
 	@echo "make check     pre-lecture check: every demo's claims on this device, timings, environment (after make warm)"
+	@echo "make walk      the slideshow in headless chromium: seconds from Shift+Enter to figure on every live slide (after make warm)"
 	@echo "make bench     python -m demos bench --quick"
 	@echo "make record    python -m demos record (on a GPU machine: the reference run)"
 	@echo "make info      what this machine has and which backends work"
@@ -56,6 +57,9 @@ test: $(STAMP)
 
 check: $(STAMP)
 	$(PY) -m demos check
+
+walk: $(STAMP)
+	$(PY) -m demos walk $(if $(PARTS),--parts $(PARTS),)
 
 info: $(STAMP)
 	$(PY) -m demos info --check

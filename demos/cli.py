@@ -134,6 +134,12 @@ def cmd_ui_bench(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_walk(args: argparse.Namespace) -> int:
+    from demos.deck.walk import main as walk_main
+
+    return walk_main((["--parts", args.parts] if args.parts else []) + (["--out", args.out] if args.out else []))
+
+
 def cmd_trace(args: argparse.Namespace) -> int:
     """Read a torch.profiler trace (Kineto Chrome-trace JSON, plain or .gz): one summary line,
     optionally the two-lane timeline figure (--png) and the timeline data (--json)."""
@@ -192,6 +198,11 @@ def main(argv: list[str] | None = None) -> int:
     p = sub.add_parser("ui-bench", help="warm interaction latency of every live panel")
     p.add_argument("--demo", help="comma-separated demos or topics (default: all)")
     p.set_defaults(func=cmd_ui_bench)
+    p = sub.add_parser("walk", help="the slideshow in headless chromium: Shift+Enter → figure on every live "
+                       "slide, console errors (build/walk/)")
+    p.add_argument("--parts", help="comma-separated part numbers (default: all)")
+    p.add_argument("--out", help="folder for the report and screenshots (default build/walk)")
+    p.set_defaults(func=cmd_walk)
     p = sub.add_parser("check", help="pre-lecture check: every demo at its defaults, its claims, the environment")
     p.add_argument("--demo", help="comma-separated demos or topics (default: all)")
     p.set_defaults(func=cmd_check)

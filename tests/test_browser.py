@@ -8,11 +8,9 @@ Without chromium these tests skip with a reason; under CI=true that is a failure
 """
 from __future__ import annotations
 
-import json
 import os
 import re
 import time
-import urllib.request
 from pathlib import Path
 
 import nbformat
@@ -21,6 +19,8 @@ import pytest
 from demos.deck import export, present
 from demos.engine.errors import DemoError
 from demos.deck.nbtools import parts, slide_count
+from demos.deck.walk import CURRENT, console_report, open_slideshow, step_through, watch_console
+from demos.deck.walk import shutdown_kernels as _shutdown_kernels
 
 from conftest import in_ci
 
@@ -29,32 +29,6 @@ pytestmark = [pytest.mark.slow, pytest.mark.browser]
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURE = "tests/fixtures/sample_deck.ipynb"
 SLIDE_W, SLIDE_H, SLACK = 1280, 720, 2
-
-# The current slide: its id, the slide number, how far its content reaches (in slide pixels,
-# undoing reveal's scale) and any error output on it.
-CURRENT = """() => {
-  const slides = document.querySelector('.reveal .slides');
-  const box = slides.getBoundingClientRect();
-  const scale = box.width / slides.offsetWidth || 1;
-  const sec = [...document.querySelectorAll('.reveal .slides section.present')]
-      .filter(s => !s.classList.contains('stack'))[0];
-  if (!sec) return null;
-  let bottom = 0, right = 0;
-  for (const c of sec.querySelectorAll('.jp-Cell')) {
-    const r = c.getBoundingClientRect();
-    if (r.height === 0 || getComputedStyle(c).display === 'none') continue;
-    bottom = Math.max(bottom, (r.bottom - box.top) / scale);
-    right = Math.max(right, (r.right - box.left) / scale);
-  }
-  const errors = [...sec.querySelectorAll(
-      '.jp-OutputArea-output[data-mime-type="application/vnd.jupyter.stderr"], .jitdeck-error')]
-      .map(e => e.textContent.trim()).filter(t => /Traceback|\\w*Error\\b|⚠/.test(t)).map(t => t.slice(0, 300));
-  const prompts = [...sec.querySelectorAll('.jp-CodeCell .jp-InputPrompt')].map(p => p.textContent.trim());
-  const num = (document.querySelector('.slide-number') || {}).textContent || '';
-  return {id: sec.id, num: num.replace(/\\s+/g, ''), bottom, right, errors, prompts,
-          width: slides.offsetWidth, height: slides.offsetHeight};
-}"""
-
 
 def require_browser() -> str:
     try:
@@ -89,31 +63,9 @@ def browser_ctx(server):
     with export.browser() as ctx:
         ctx.on("request", lambda r: requests.append(r.url))
         ctx.requests = requests
+        ctx.console, ctx.where = [], {}
+        watch_console(ctx, ctx.console, ctx.where)  # every console error and failed request, by origin
         yield ctx
-
-
-def _shutdown_kernels(p) -> None:
-    """Close the sessions RISE opened (each part starts a kernel)."""
-    base = p.base_url()
-    hdr = {"Authorization": f"token {p.token}"}
-    try:
-        with urllib.request.urlopen(urllib.request.Request(f"{base}api/sessions", headers=hdr), timeout=10) as r:
-            sessions = json.loads(r.read())
-        for s in sessions:
-            req = urllib.request.Request(f"{base}api/sessions/{s['id']}", headers=hdr, method="DELETE")
-            urllib.request.urlopen(req, timeout=20).close()
-    except OSError:
-        pass
-
-
-def open_slideshow(ctx, p, notebook: str, timeout_ms: int = 120_000):
-    page = ctx.new_page()
-    page.set_viewport_size({"width": SLIDE_W, "height": SLIDE_H})
-    t0 = time.perf_counter()
-    page.goto(f"{p.base_url()}rise/{notebook}?token={p.token}", timeout=timeout_ms)
-    page.wait_for_selector(".reveal .slides section.present .jp-Cell", timeout=timeout_ms)
-    page.wait_for_function("document.fonts.ready.then(() => true)")
-    return page, time.perf_counter() - t0
 
 
 def run_cells_on_slide(page, timeout_s: float = 300) -> float:
@@ -141,31 +93,24 @@ def run_cells_on_slide(page, timeout_s: float = 300) -> float:
 
 
 def walk(page, expected: int, shots: Path | None, run: bool = False) -> list[dict]:
-    """Press Space through the slideshow (fragments included); one record per distinct slide.
+    """Every distinct slide once, with the furthest its content reached over its fragments.
     With ``run``, every code cell is executed when its slide comes up (as in a lecture)."""
-    seen: dict[str, dict] = {}
     order: list[str] = []
-    stuck = 0
-    last = None
-    for _ in range(4 * expected + 20):
-        time.sleep(0.25)
-        cur = page.evaluate(CURRENT)
-        assert cur is not None, "no slide is shown"
-        if cur["id"] not in seen:
-            if run and cur["prompts"]:
-                cur["run_s"] = run_cells_on_slide(page)
-                cur = {**page.evaluate(CURRENT), "run_s": cur["run_s"]}
-            order.append(cur["id"])
-            if shots is not None:
-                page.screenshot(path=str(shots / f"{len(order):02d}-{cur['id']}.png"))
+    seen: dict[str, dict] = {}
+
+    def on_new(cur: dict) -> dict | None:
+        if run and cur["prompts"]:
+            ran = run_cells_on_slide(page)
+            cur = {**page.evaluate(CURRENT), "run_s": ran}
+        order.append(cur["id"])
+        if shots is not None:
+            page.screenshot(path=str(shots / f"{len(order):02d}-{cur['id']}.png"))
+        return cur
+
+    for cur in step_through(page, expected, on_new):
         prev = seen.get(cur["id"])
         if prev is None or cur["bottom"] > prev["bottom"]:
-            seen[cur["id"]] = cur
-        stuck = stuck + 1 if cur["id"] == last else 0
-        last = cur["id"]
-        if len(order) >= expected and stuck >= 3:
-            break
-        page.keyboard.press("Space")
+            seen[cur["id"]] = {**(prev or {}), **cur}
     return [seen[i] for i in order]
 
 
@@ -179,6 +124,7 @@ def test_every_slide_fits_and_shows_no_error(server, browser_ctx, artifacts, not
     expected = slide_count(nb)
     shots = artifacts / "browser" / Path(notebook).stem
     shots.mkdir(parents=True, exist_ok=True)
+    browser_ctx.where["part"] = Path(notebook).stem
     page, first = open_slideshow(browser_ctx, server, notebook)
     try:
         with open(artifacts / "browser" / "first-slide-times.txt", "a") as f:
@@ -317,6 +263,15 @@ def test_part1_live_cell_runs_and_its_slider_moves_in_rise(server, browser_ctx, 
     finally:
         page.close()
         _shutdown_kernels(server)
+
+
+def test_the_deck_itself_logs_no_console_error(browser_ctx, artifacts):
+    """After every part was walked and run: no console error, page error or failed request
+    comes from the deck's own files (what remains is RISE's and JupyterLab's, listed in
+    test-artifacts/browser/console.md and README)."""
+    (artifacts / "browser" / "console.md").write_text(console_report(browser_ctx.console))
+    ours = [c for c in browser_ctx.console if c["origin"] == "the deck" and c["kind"] != "console.warning"]
+    assert not ours, ours[:5]
 
 
 def test_no_request_left_localhost(server, browser_ctx):

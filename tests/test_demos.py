@@ -147,3 +147,38 @@ def test_an_instant_demo_opens_on_the_kept_result_and_measures_on_run(tmp_path, 
     panel._build()
     panel.update()
     assert panel.last_error is None and calls == [3, 3, 3]
+
+
+def test_a_demo_that_opens_warm_shows_the_kept_result_then_measures_on_a_move(tmp_path, monkeypatch):
+    """``opens_warm``: no Run button, a first live figure that would need compiles. The panel opens
+    on `make warm`'s result, says so, and the first control move measures live."""
+    import demos.deck.demo as dm
+    from demos.deck.demo import Choice
+
+    calls = []
+
+    def measure(n: int) -> dict:
+        calls.append(n)
+        return {"n": n, "extra": f"n={n}"}
+
+    def figure(data, reference):
+        from demos.engine import plots
+
+        fig, ax = plots.figure()
+        ax.plot(range(data["n"]))
+        return fig
+
+    monkeypatch.setattr(dm, "LAST_DIR", tmp_path)
+    monkeypatch.setattr("demos.deck.ui.static_mode", lambda: False)
+    monkeypatch.setattr("IPython.display.display", lambda *a, **k: None)
+    demo = Demo("slowfirst", "slow first", controls=[Choice("n", 3, options=[3, 4])], measure=measure,
+                figure=figure, opens_warm=True, topic="openswarmprobe")
+    demo.warm_up()
+    assert calls == [3] and demo.instant
+    demo.forget()
+    panel = demo.panel()
+    panel.show()
+    assert calls == [3] and panel.renders == 1 and "move a control to measure live" in panel.status.value
+    first = panel.last_png
+    panel.controls["n"].value = 4
+    assert calls == [3, 4] and panel.renders == 2 and panel.last_png != first and "done in" in panel.status.value

@@ -207,6 +207,10 @@ class Demo:
     # the lesson is a cold compile: show `make warm`'s result at once, re-measure only on Run.
     # Every Run-button demo (a sweep of seconds) does the same, so no slide waits at Shift+Enter.
     cold: bool = False
+    # no Run button, but the first live measurement in a fresh kernel traces and loads compiled
+    # code for more than 3 s even after `make warm`: open on `make warm`'s result too, and
+    # measure live from the first control move
+    opens_warm: bool = False
     panel_class: type | None = None                   # a ui.Panel subclass for stateful demos
     # what the slide claims of a measurement at the defaults: data -> {claim: holds?}; checked by
     # `make check` on the lecture's machine and by the shared tests on CI's CPU
@@ -327,8 +331,9 @@ class Demo:
 
     @property
     def instant(self) -> bool:
-        """The panel opens on the result `make warm` kept (cold demos and Run-button sweeps)."""
-        return self.cold or self.run_button
+        """The panel opens on the result `make warm` kept (cold demos, Run-button sweeps, and
+        demos whose first live figure needs compiles: ``opens_warm``)."""
+        return self.cold or self.run_button or self.opens_warm
 
     # -- warming -------------------------------------------------------------------------
     def warm_up(self) -> None:

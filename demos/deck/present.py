@@ -38,6 +38,7 @@ from demos.engine.errors import DemoError
 
 LOOPBACK_NAMES = ("localhost",)
 WARM_MARKER = CACHE_ROOT / "warm.json"
+KERNEL_STARTUP = PROJECT_ROOT / "demos" / "topics" / "_kernel_startup.py"
 # Packages whose version changes invalidate compiled artefacts.
 _VERSIONED = ("torch", "jax", "jaxlib")
 # demos/ code that compiles nothing: editing it leaves the caches warm.
@@ -141,6 +142,11 @@ def plan(part: str | int | None = None, port: int | None = None, ip: str = "127.
     env["JUPYTER_TOKEN"] = token
     env.pop("DEMOS_STATIC", None)          # live cells must be live in the slideshow
     env.pop("DEMOS_RESULTS", None)
+    # each kernel preloads the deck as it starts, so the first Shift+Enter pays no import
+    # (demos/topics/_kernel_startup.py; a path, not an import: deck code never imports topics)
+    if env.get("PYTHONSTARTUP") and "DEMOS_USER_PYTHONSTARTUP" not in env:
+        env["DEMOS_USER_PYTHONSTARTUP"] = env["PYTHONSTARTUP"]
+    env["PYTHONSTARTUP"] = str(KERNEL_STARTUP)
     argv = [
         python or sys.executable, "-m", "jupyterlab",
         "--no-browser",

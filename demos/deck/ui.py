@@ -206,8 +206,9 @@ class Panel:
         self._build()
         self.update()
         if self.initial is not None and not self.last_error:
+            then = "press Run to measure it again" if self.run_button else "move a control to measure live"
             self.status.value = ("<span class='jitdeck-ok' style='color:#555'>the result `make warm` measured; "
-                                 "press Run to measure it again</span>")
+                                 f"{then}</span>")
         from IPython.display import display
 
         display(self.widget)

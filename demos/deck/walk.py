@@ -1,0 +1,299 @@
+"""Walk the real slideshow as a presenter does: ``python -m demos walk [--parts 1,3]`` (``make walk``).
+
+Starts the Jupyter server ``make present`` starts, opens each part in RISE in headless Debian
+chromium at 1280×720 with a fresh kernel, steps through every slide with Space and, on every
+slide with a live cell, presses Shift+Enter in it and times until its figure is on screen. It
+also collects every browser console error, page error and failed request of the walk and says
+where each comes from (the deck's own files, RISE, ipywidgets, JupyterLab). It writes
+``build/walk/``: ``figure-times.md`` (a table, one row per live cell), ``console.md`` and a
+screenshot of every live slide.
+
+The slideshow plumbing here (open a part, read the current slide, close its kernels) is the one
+the browser tests use too.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+from demos.engine.env import PROJECT_ROOT
+from demos.engine.errors import DemoError
+
+SLIDE_W, SLIDE_H = 1280, 720
+LIVE_MARK = "from demos.topics import"
+TARGET_S = 3.0  # issue 14: after `make warm`, a live slide shows its figure within 3 s of Shift+Enter
+OUT = PROJECT_ROOT / "build" / "walk"
+
+# The current slide: its id, the slide number, how far its content reaches (in slide pixels,
+# undoing reveal's scale) and any error output on it.
+CURRENT = """() => {
+  const slides = document.querySelector('.reveal .slides');
+  const box = slides.getBoundingClientRect();
+  const scale = box.width / slides.offsetWidth || 1;
+  const sec = [...document.querySelectorAll('.reveal .slides section.present')]
+      .filter(s => !s.classList.contains('stack'))[0];
+  if (!sec) return null;
+  let bottom = 0, right = 0;
+  for (const c of sec.querySelectorAll('.jp-Cell')) {
+    const r = c.getBoundingClientRect();
+    if (r.height === 0 || getComputedStyle(c).display === 'none') continue;
+    bottom = Math.max(bottom, (r.bottom - box.top) / scale);
+    right = Math.max(right, (r.right - box.left) / scale);
+  }
+  const errors = [...sec.querySelectorAll(
+      '.jp-OutputArea-output[data-mime-type="application/vnd.jupyter.stderr"], .jitdeck-error')]
+      .map(e => e.textContent.trim()).filter(t => /Traceback|\\w*Error\\b|⚠/.test(t)).map(t => t.slice(0, 300));
+  const prompts = [...sec.querySelectorAll('.jp-CodeCell .jp-InputPrompt')].map(p => p.textContent.trim());
+  const num = (document.querySelector('.slide-number') || {}).textContent || '';
+  return {id: sec.id, num: num.replace(/\\s+/g, ''), bottom, right, errors, prompts,
+          width: slides.offsetWidth, height: slides.offsetHeight};
+}"""
+
+# A live cell is done when its panel shows a decoded figure or its one-line error.
+FIGURE_SHOWN = """c => {
+  const img = c.querySelector('.jitdeck-panel .jp-OutputArea-output img');
+  if (img && img.complete && img.naturalWidth > 0) return 'figure';
+  if (c.querySelector('.jitdeck-error')) return 'error';
+  return false;
+}"""
+
+
+# -- the slideshow -----------------------------------------------------------------------
+def open_slideshow(ctx, plan, notebook: str, timeout_ms: int = 120_000):
+    """A new 1280×720 page showing ``notebook`` in RISE; returns (page, seconds to first slide)."""
+    page = ctx.new_page()
+    page.set_viewport_size({"width": SLIDE_W, "height": SLIDE_H})
+    t0 = time.perf_counter()
+    page.goto(f"{plan.base_url()}rise/{notebook}?token={plan.token}", timeout=timeout_ms)
+    page.wait_for_selector(".reveal .slides section.present .jp-Cell", timeout=timeout_ms)
+    page.wait_for_function("document.fonts.ready.then(() => true)")
+    return page, time.perf_counter() - t0
+
+
+def shutdown_kernels(plan) -> None:
+    """Close the sessions RISE opened (each part starts a kernel)."""
+    base, hdr = plan.base_url(), {"Authorization": f"token {plan.token}"}
+    try:
+        with urllib.request.urlopen(urllib.request.Request(f"{base}api/sessions", headers=hdr), timeout=10) as r:
+            sessions = json.loads(r.read())
+        for s in sessions:
+            req = urllib.request.Request(f"{base}api/sessions/{s['id']}", headers=hdr, method="DELETE")
+            urllib.request.urlopen(req, timeout=20).close()
+    except OSError:
+        pass
+
+
+def wait_kernel_idle(plan, timeout_s: float = 180.0) -> float:
+    """Seconds until every kernel the server runs is started and idle (a presenter's kernel
+    preloads the deck as it starts: demos.topics.preload)."""
+    base, hdr = plan.base_url(), {"Authorization": f"token {plan.token}"}
+    t0 = time.perf_counter()
+    while time.perf_counter() - t0 < timeout_s:
+        try:
+            with urllib.request.urlopen(urllib.request.Request(f"{base}api/kernels", headers=hdr), timeout=10) as r:
+                kernels = json.loads(r.read())
+            if kernels and all(k.get("execution_state") == "idle" for k in kernels):
+                return time.perf_counter() - t0
+        except OSError:
+            pass
+        time.sleep(0.25)
+    raise DemoError(f"the kernel was not idle within {timeout_s:.0f} s of opening the slideshow")
+
+
+def step_through(page, expected: int, on_new: Callable[[dict], dict | None] | None = None) -> Iterator[dict]:
+    """Press Space through the slideshow (fragments included), yielding what :data:`CURRENT`
+    reads after every press; the first reading of a slide has ``new`` set and comes after
+    ``on_new`` ran on it (which may return a fresher reading)."""
+    seen: set[str] = set()
+    stuck, last = 0, None
+    for _ in range(4 * expected + 20):
+        time.sleep(0.25)
+        cur = page.evaluate(CURRENT)
+        if cur is None:
+            raise AssertionError("no slide is shown")
+        cur["new"] = cur["id"] not in seen
+        if cur["new"]:
+            seen.add(cur["id"])
+            if on_new is not None:
+                cur = {**(on_new(cur) or cur), "new": True}
+        yield cur
+        stuck = stuck + 1 if cur["id"] == last else 0
+        last = cur["id"]
+        if len(seen) >= expected and stuck >= 3:
+            return
+        page.keyboard.press("Space")
+
+
+def live_cells(page):
+    """The visible live cells (``from demos.topics import …``) of the current slide."""
+    cells = page.locator(".reveal .slides section.present:not(.stack) .jp-CodeCell", has_text=LIVE_MARK)
+    return [cells.nth(i) for i in range(cells.count()) if cells.nth(i).is_visible()]
+
+
+def time_to_figure(page, cell, timeout_s: float = 180.0) -> dict[str, Any]:
+    """Shift+Enter in ``cell`` as a presenter does; seconds until its figure (or its error) is on
+    screen, and what the panel's status line then says."""
+    cell.locator(".jp-InputArea-editor").click()
+    page.keyboard.press("Escape")  # command mode on this cell: the click placed the cursor
+    handle = cell.element_handle()
+    t0 = time.perf_counter()
+    page.keyboard.press("Shift+Enter")
+    try:
+        shown = page.wait_for_function(FIGURE_SHOWN, arg=handle, polling=50, timeout=timeout_s * 1000).json_value()
+    except Exception:  # playwright's TimeoutError
+        shown = "nothing"
+    seconds = time.perf_counter() - t0
+    status = ""
+    for _ in range(20):  # the status line follows the image by a moment
+        status = (cell.locator(".jitdeck-panel .widget-html").all_inner_texts() or [""])
+        status = " ".join(s.strip() for s in status if s.strip())
+        if status and "measuring" not in status:
+            break
+        time.sleep(0.1)
+    code = (cell.locator(".jp-InputArea-editor").inner_text() or "").strip().splitlines()
+    return {"cell": code[-1].strip() if code else "?", "shown": shown, "seconds": seconds, "status": status[:200]}
+
+
+# -- the console ---------------------------------------------------------------------------
+def origin(url: str, text: str = "") -> str:
+    """Who a console message or failed request belongs to, by the file it names."""
+    where = f"{url} {text}"
+    if re.search(r"/files/(slides|assets)/|jitdeck|demos", where):
+        return "the deck"
+    if re.search(r"rise", where, re.I):
+        return "RISE (jupyterlab_rise)"
+    if re.search(r"widget", where, re.I):
+        return "ipywidgets (jupyterlab_widgets)"
+    return "JupyterLab / other"
+
+
+def watch_console(ctx, sink: list[dict], where: dict) -> None:
+    """Collect, for the whole browser context from page load on, console errors and warnings,
+    uncaught page errors and failed requests, each tagged with ``where['part']``."""
+    def add(kind: str, text: str, url: str = "") -> None:
+        sink.append({"part": where.get("part", "?"), "kind": kind, "text": text.strip()[:240], "url": url,
+                     "origin": origin(url, text)})
+
+    ctx.on("console", lambda m: add("console." + m.type, m.text, (m.location or {}).get("url", ""))
+           if m.type in ("error", "warning") else None)
+    ctx.on("weberror", lambda e: add("pageerror", str(e.error)))
+    ctx.on("response", lambda r: add(f"HTTP {r.status}", r.request.method + " " + r.url, r.url)
+           if r.status >= 400 else None)
+
+
+# -- the walk ------------------------------------------------------------------------------
+def walk_part(ctx, plan, nb_path: Path, shots: Path) -> list[dict]:
+    from demos.deck.nbtools import slide_count
+    import nbformat
+
+    expected = slide_count(nbformat.read(str(nb_path), as_version=4))
+    rel = nb_path.relative_to(PROJECT_ROOT).as_posix()
+    page, first = open_slideshow(ctx, plan, rel)
+    ready = wait_kernel_idle(plan)  # the presenter is on the title slide meanwhile
+    print(f"  first slide {first:.1f} s after opening; kernel ready (preloaded) {ready:.1f} s later", flush=True)
+    rows: list[dict] = []
+
+    def run_live(cur: dict) -> dict | None:
+        cells = live_cells(page)
+        for cell in cells:
+            row = time_to_figure(page, cell)
+            row.update(part=nb_path.stem, slide=cur["num"].split("/")[0], id=cur["id"])
+            rows.append(row)
+            print(f"  slide {row['slide']:>3} {row['cell']:<40} {row['shown']:<7} {row['seconds']:5.2f} s"
+                  f"  {row['status'][:70]}", flush=True)
+        if cells:
+            time.sleep(0.3)
+            page.screenshot(path=str(shots / f"{nb_path.stem}-{cur['num'].split('/')[0]:>02}.png"))
+            return page.evaluate(CURRENT)
+        return None
+
+    try:
+        for _ in step_through(page, expected, run_live):
+            pass
+    finally:
+        page.close()
+        shutdown_kernels(plan)
+    return rows
+
+
+def report(rows: list[dict], stamp: str) -> str:
+    lines = [f"# Shift+Enter → figure, every live slide ({stamp})", "",
+             "| part | slide | live cell | shown | seconds | the panel's status line |",
+             "| --- | ---: | --- | --- | ---: | --- |"]
+    for r in rows:
+        lines.append(f"| {r['part']} | {r['slide']} | `{r['cell']}` | {r['shown']} | {r['seconds']:.2f} | "
+                     f"{r['status'].replace('|', '/')} |")
+    if rows:
+        secs = sorted(r["seconds"] for r in rows)
+        over = [r for r in rows if r["seconds"] > TARGET_S or r["shown"] != "figure"]
+        lines += ["", f"{len(rows)} live cells · median {secs[len(secs) // 2]:.2f} s · worst {secs[-1]:.2f} s · "
+                  f"over {TARGET_S:.0f} s or no figure: {len(over)}"
+                  + (" (" + ", ".join(f"{r['part']}:{r['slide']}" for r in over) + ")" if over else "")]
+    return "\n".join(lines) + "\n"
+
+
+def console_report(console: list[dict]) -> str:
+    from collections import Counter
+
+    lines = ["# Browser console errors and failed requests during the walk", ""]
+    by = Counter((c["origin"], c["kind"], re.sub(r"\d+", "N", c["text"])[:160]) for c in console
+                 if c["kind"] != "console.warning")
+    if not by:
+        lines.append("none")
+    for (who, kind, text), n in sorted(by.items(), key=lambda kv: (kv[0][0] != "the deck", -kv[1])):
+        lines.append(f"- **{who}** · {kind} × {n}: `{text}`")
+    per_part = Counter(c["part"] for c in console if c["kind"] != "console.warning")
+    lines += ["", "per part: " + (", ".join(f"{p} {n}" for p, n in sorted(per_part.items())) or "0")]
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    from demos.deck import export, present
+    from demos.engine.plots import live_stamp
+
+    ap = argparse.ArgumentParser(prog="python -m demos walk", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--parts", help="comma-separated part numbers (default: all)")
+    ap.add_argument("--out", default=str(OUT), help="where the report and screenshots go (default build/walk)")
+    args = ap.parse_args(argv)
+    try:
+        notebooks = export.select_parts(args.parts)
+        out = Path(args.out)
+        out.mkdir(parents=True, exist_ok=True)
+        warm, cache_line = present.cache_status()
+        print(cache_line, flush=True)
+        plan = present.plan(notebooks[0], port=present.free_port())
+        proc = present.start(plan)
+        rows: list[dict] = []
+        console: list[dict] = []
+        try:
+            present.wait_ready(plan, proc, timeout=180)
+            with export.browser() as ctx:
+                where: dict = {}
+                watch_console(ctx, console, where)
+                for nb in notebooks:
+                    print(f"{nb.name}", flush=True)
+                    where["part"] = nb.stem
+                    rows += walk_part(ctx, plan, nb, out)
+        finally:
+            present.stop(proc)
+    except DemoError as exc:
+        print(f"walk: {exc}", file=sys.stderr)
+        return 2
+    stamp = f"{live_stamp()} · {cache_line} · fresh kernel per part · headless chromium 1280×720"
+    (out / "figure-times.md").write_text(report(rows, stamp))
+    (out / "console.md").write_text(console_report(console))
+    (out / "walk.json").write_text(json.dumps({"rows": rows, "console": console}, indent=1))
+    print(report(rows, stamp).splitlines()[-1])
+    print(f"wrote {out / 'figure-times.md'}, {out / 'console.md'} and a screenshot per live slide")
+    return 0 if all(r["shown"] == "figure" for r in rows) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
