@@ -314,3 +314,28 @@ def test_parts_use_the_deck_slideshow_settings():
         rise = nbformat.read(str(p), as_version=4).metadata.get("rise", {})
         assert rise.get("width") == 1280 and rise.get("height") == 720, p.name
         assert rise.get("theme") == "white", f"{p.name}: only 'white' fetches no web fonts"
+
+
+def test_a_presenter_kernel_starts_with_the_deck_loaded_but_no_names(monkeypatch):
+    """`make present`'s kernels run demos/topics/_kernel_startup.py (PYTHONSTARTUP): the frameworks
+    and every topic are imported before the first Shift+Enter, yet a live cell still has to import
+    what it calls (the notebook's namespace holds none of it)."""
+    from jupyter_client.manager import start_new_kernel
+
+    monkeypatch.setenv("PYTHONSTARTUP", "/nonexistent/presenter-own-startup.py")
+    p = present.plan(port=present.free_port(), token="t" * 48)
+    assert p.env["PYTHONSTARTUP"] == str(present.KERNEL_STARTUP) and present.KERNEL_STARTUP.is_file()
+    assert p.env["DEMOS_USER_PYTHONSTARTUP"] == "/nonexistent/presenter-own-startup.py"
+    km, kc = start_new_kernel(kernel_name="python3", env=p.env, cwd=str(ROOT), startup_timeout=180)
+    try:
+        out = []
+        code = ("import sys; print(sorted(m for m in ('torch', 'jax', 'ipywidgets', 'demos.topics.fusion', "
+                "'demos.topics.model') if m in sys.modules), [n for n in ('torch', 'fusion', 'preload', "
+                "'_jitdeck_preload') if n in dir()])")
+        reply = kc.execute_interactive(code, timeout=60, output_hook=lambda m: out.append(m["content"].get("text", "")))
+        assert reply["content"]["status"] == "ok"
+        text = "".join(out)
+        assert "['demos.topics.fusion', 'demos.topics.model', 'ipywidgets', 'jax', 'torch'] []" in text, text
+    finally:
+        kc.stop_channels()
+        km.shutdown_kernel(now=True)
