@@ -31,6 +31,7 @@ import threading
 import time
 from pathlib import Path
 
+from demos.deck.demo import LAST_DIR
 from demos.engine.env import PROJECT_ROOT
 from demos.engine.errors import DemoError
 
@@ -145,8 +146,11 @@ def copy_assets(out: Path) -> Path:
 
 # -- executing --------------------------------------------------------------------------
 def _digest(nb_path: Path, results: Path | None) -> str:
+    """What an executed part depends on: the notebook, every module of the package, the results
+    `make warm` kept for the panels that open on them, and the recorded run drawn."""
     h = hashlib.sha256(nb_path.read_bytes())
-    for p in sorted((PROJECT_ROOT / "demos").glob("*.py")):
+    for p in sorted((PROJECT_ROOT / "demos").rglob("*.py")) + sorted(LAST_DIR.glob("*.json")):
+        h.update(p.name.encode())
         h.update(p.read_bytes())
     if results:
         h.update(str(results.resolve()).encode())

@@ -98,6 +98,7 @@ def figure_timeline(data: dict, reference: dict | None = None):
     if reference is not None:
         title += f"  (recorded: {reference['counts']['kernels']})"
     fig = profiling.timeline_figure(runs, titles, title=title)
+    plots.text_floor(fig)  # the shared timeline's 10 pt lane names and notes
     plots.stamp_figure(fig, data, reference)
     return fig
 
@@ -203,7 +204,7 @@ def _trap_axes(ax, data: dict, title: str) -> None:
         for xx, v, rr in ((i - wdt / 2, ret, r["returned"]), (i + wdt / 2, syn, r["synced"])):
             ax.errorbar(xx, v * 1e6, yerr=[[max(v - rr["p10"], 0) * 1e6], [max(rr["p90"] - v, 0) * 1e6]],
                         color="#333333", capsize=3, lw=1)
-            ax.text(xx, v * 1e6 * 1.15, fmt_seconds(v), ha="center", va="bottom", fontsize=11,
+            ax.text(xx, v * 1e6 * 1.15, fmt_seconds(v), ha="center", va="bottom", fontsize=12.5,
                     bbox=dict(facecolor="white", alpha=0.8, edgecolor="none", pad=1))
         top = max(top, r["synced"]["p90"], r["returned"]["p90"])
         bottom = min(bottom, r["returned"]["p10"]) if bottom else r["returned"]["p10"]
@@ -215,13 +216,13 @@ def _trap_axes(ax, data: dict, title: str) -> None:
     _no_minor_ticks(ax)
     if top and bottom:
         ax.set_ylim(bottom * 1e6 / 2.5, top * 1e6 * 40)  # headroom for the legend
-    ax.set_ylabel("µs per call (log; median, p10–p90)")
-    ax.set_title(title, fontsize=12)
+    ax.set_ylabel("µs per call (log)")
+    ax.set_title(title, fontsize=14)
     ax.grid(axis="x", visible=False)
     errors = [f"{plots.label(b)}: {r['error']}" for b, r in data["rows"].items() if "error" in r]
     if errors:
         ax.text(0.5, 0.95, "\n".join(errors)[:160], transform=ax.transAxes, ha="center", va="top",
-                fontsize=10, color="#b00020")
+                fontsize=12, color="#b00020")
 
 
 def figure_sync_trap(data: dict, reference: dict | None = None):
@@ -230,15 +231,14 @@ def figure_sync_trap(data: dict, reference: dict | None = None):
     axes = [axes] if len(panels) == 1 else list(axes)
     for ax, d in zip(axes, panels):
         where = d.get("machine_short", "recorded") if d.get("recorded") else "here"
-        where = "seed's GPU, mean ± sd" if d.get("seed") else where
+        where = "seed's GPU, mean ± sd" if d.get("seed") else where + ", median, p10–p90"
         _trap_axes(ax, d, f"{d['workload']} · {d['dtype']} · {where}")
-    axes[0].legend(loc="upper right", fontsize=10)
+    axes[0].legend(loc="upper right", fontsize=12)
     parts = []
     for b, r in data["rows"].items():
         if "error" not in r:
             parts.append(f"{plots.label(b)} ×{r['ratio']:.1f}")
-    fig.suptitle("The timing trap: the same call, two clocks — synchronised ÷ unsynchronised: "
-                 + ", ".join(parts), fontsize=14)
+    fig.suptitle("synchronised ÷ unsynchronised clock: " + ", ".join(parts), fontsize=16)
     plots.stamp_figure(fig, data, reference)
     return fig
 
@@ -463,9 +463,8 @@ def figure_regimes(data: dict, reference: dict | None = None):
     ax.plot([], [], "--", color="#555555", label=f"model: max(floor at N=1, bytes ÷ {bw / 1e9:.0f} GB/s copy)")
     n_star = data["crossover"][op]
     if Ns.min() <= n_star <= Ns.max():
-        ax.axvline(n_star, color=plots.PALETTE["accent"], lw=1.5, ls=":")
-        ax.text(n_star, 0.45, f" model crossover\n N ≈ 2^{math.log2(n_star):.1f}", color="#8a5a00", fontsize=11,
-                va="center", transform=ax.get_xaxis_transform())
+        ax.axvline(n_star, color=plots.PALETTE["accent"], lw=1.5, ls=":",
+                   label=f"model crossover N ≈ 2^{math.log2(n_star):.1f}")
     if reference is not None and reference.get("series"):
         rop = reference["op"]
         for name, ls in ((rop, ":"), ("complex_activation", "-.")):
@@ -485,14 +484,15 @@ def figure_regimes(data: dict, reference: dict | None = None):
                 mew=2, label=f"{op} leaves its floor (2× floor) at N = {_exp_label(mc)}")
     where = data.get("machine_short", "recorded") if data.get("recorded") else "here"
     ax.set_title(f"{op}: flat at {fmt_seconds(data['floors_s'][op])} (overhead), then ∝ N (bandwidth); "
-                 f"model crossover N ≈ 2^{math.log2(n_star):.1f} — {where}", fontsize=13)
+                 f"model crossover N ≈ 2^{math.log2(n_star):.1f} — {where}", fontsize=15)
     lines = [f"at N={_exp_label(data['Ns'][-1])} (copy here: {bw / 1e9:.1f} GB/s):"]
     for name in data["series"]:
         eff = effective_bandwidth(data, name)
         lines.append(f"  {name}: {eff / 1e9:.1f} GB/s effective, {regime_at(data, name, data['Ns'][-1])}")
-    ax.text(0.01, 0.98, "\n".join(lines), transform=ax.transAxes, ha="left", va="top", fontsize=10,
+    ax.text(0.01, 0.98, "\n".join(lines), transform=ax.transAxes, ha="left", va="top", fontsize=12,
             bbox=dict(facecolor="white", alpha=0.85, edgecolor="none"), color="#333333")
-    ax.legend(loc="lower right", fontsize=10, framealpha=0.9)
+    # under the text box, left of the data (which climbs to the upper right)
+    ax.legend(loc="upper left", bbox_to_anchor=(0.0, 0.76), fontsize=12, framealpha=0.9)
     plots.stamp_figure(fig, data, reference)
     return fig
 

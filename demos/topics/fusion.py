@@ -41,7 +41,7 @@ COUNT_WORKLOADS = ("complex_activation", "chain", "mlp_block", "mlp_dead_code")
 DTYPES = ("float32", "bfloat16")
 BUDGET_S = 0.03  # per backend per redraw: timing four forms stays well under 0.5 s on 2 CPU cores
 N_HI = {"cpu": 23, "gpu": 26}  # top of the N sliders (log2): the seed's 20M is ~2^24
-MONO = {"family": "monospace", "fontsize": 9.5}
+MONO = {"family": "monospace", "fontsize": 11.5}
 
 
 def _noop(_fraction: float, _message: str = "") -> None:
@@ -92,7 +92,7 @@ def _text_block(ax, lines: list[str], title: str = "", colors: list[str] | None 
     ax.axis("off")
     y = y0
     if title:
-        ax.text(0.0, y, title, fontsize=12, fontweight="bold", va="top", transform=ax.transAxes)
+        ax.text(0.0, y, title, fontsize=14, fontweight="bold", va="top", transform=ax.transAxes)
         y -= step * 1.2
     for i, line in enumerate(lines):
         col = (colors[i] if colors and i < len(colors) else "#222222")
@@ -112,7 +112,7 @@ def _form_bars(ax, names: list[str], heights: list[float], texts: list[str], yla
             if r is not None:
                 ax.plot([i - 0.31, i + 0.31], [r, r], color=plots.PALETTE["floor"], lw=2.5, ls="--")
         ax.plot([], [], color=plots.PALETTE["floor"], lw=2.5, ls="--", label=ref_label)
-        ax.legend(loc="upper right", fontsize=9)
+        ax.legend(loc="upper right", fontsize=11.5)
     ax.set_xticks(range(len(names)))
     ax.set_xticklabels([plots.label(b) for b in names], rotation=12)
     ax.set_ylabel(ylabel)
@@ -187,16 +187,16 @@ def figure_kernels(data: dict[str, Any], reference: dict | None = None):
     ref = None if reference is None else [reference["forms"].get(b, {}).get("count") for b in BACKENDS]
     _form_bars(ax, list(BACKENDS), [c or 0 for c in counts], ["n/a" if c is None else str(c) for c in counts],
                "separate kernels / ops per call", ref, f"recorded: {(reference or {}).get('machine_short')}",
-               fontsize=15, fontweight="bold")
+               fontsize=16.5, fontweight="bold")
     ax.set_ylim(0, max([c or 0 for c in counts] + [1]) * 1.3 + 0.5)
     c = counts  # in BACKENDS order: torch eager, torch.compile, JAX op-by-op, jax.jit
-    ax.set_title(f"{data['workload']}: {c[0]} → {c[1]} (torch), {c[2]} → {c[3]} (JAX)", fontsize=13)
+    ax.set_title(f"{data['workload']}: {c[0]} → {c[1]} (torch), {c[2]} → {c[3]} (JAX)", fontsize=15)
     y = _text_block(txt, data.get("wrapper") or ["(no wrapper lines)"],
                     "Inductor's call(): what runs", [plots.color("torch_compile")] * 6)
     if data.get("hlo"):
         _text_block(txt, data["hlo"], "XLA's optimized HLO (entry)", [plots.color("jax_jit")] * 6, y0=y - 0.04)
     hows = " · ".join(forms[b]["how"].split(" (")[0] for b in BACKENDS if b in forms)
-    txt.text(0.0, -0.16, "counted from (left to right):\n" + hows, fontsize=8.5, color="#555555", va="bottom",
+    txt.text(0.0, -0.16, "counted from (left to right):\n" + hows, fontsize=11, color="#555555", va="bottom",
              transform=txt.transAxes)
     plots.stamp_figure(fig, data, reference)
     return fig
@@ -269,6 +269,7 @@ def figure_timeline(data: dict[str, Any], reference: dict | None = None):
                   f"{rr[0]['counts']['kernels']} → {rr[1]['counts']['kernels']}, "
                   f"{fmt_seconds((rr[0]['span_us'] or 0) * 1e-6)} → {fmt_seconds((rr[1]['span_us'] or 0) * 1e-6)}")
     fig = profiling.timeline_figure(runs, ["eager", "torch.compile"], title=title)
+    plots.text_floor(fig)  # the shared timeline's 10 pt lane names and notes
     plots.stamp_figure(fig, data, reference)
     return fig
 
@@ -339,29 +340,29 @@ def figure_latency(data: dict[str, Any], reference: dict | None = None):
             if "median_s" in a and "median_s" in c:
                 top = max(a.get("p90_s") or a["median_s"], c.get("p90_s") or c["median_s"]) * 1e3
                 ax.text(gi + x0 * width, top * 1.3, f"{a['median_s'] / c['median_s']:.1f}×", ha="center",
-                        fontsize=12, fontweight="bold", color=plots.color(pair[1]))
+                        fontsize=14, fontweight="bold", color=plots.color(pair[1]))
     ax.set_yscale("log")
     ax.yaxis.set_minor_formatter(NullFormatter())
     ax.set_xticks(range(len(groups)))
-    ax.set_xticklabels([g[0] for g in groups], fontsize=10)
+    ax.set_xticklabels([g[0] for g in groups], fontsize=12)
     ax.set_ylabel("median latency per call (ms, log)\nbars: p10–p90")
     lo, hi = ax.get_ylim()
     ax.set_ylim(lo, hi * 4)
     ax.grid(axis="x", visible=False)
-    ax.set_title("median latency (colours as on the right) and speedup", fontsize=12)
+    ax.set_title("median latency (colours as on the right) and speedup", fontsize=14)
     # bandwidth: bytes the form must move ÷ median time
     forms = data["forms"]
     names = [b for b in BACKENDS if "gbps" in forms.get(b, {})]
     bw.barh(range(len(names)), [forms[b]["gbps"] for b in names], color=[plots.color(b) for b in names])
     for i, b in enumerate(names):
         bw.text(forms[b]["gbps"], i, f" {forms[b]['gbps']:.1f} GB/s\n moves {forms[b]['bytes'] / 2**20:.0f} MiB",
-                va="center", fontsize=9.5)
+                va="center", fontsize=11.5)
     bw.set_yticks(range(len(names)))
     bw.set_yticklabels([plots.label(b) for b in names])
     bw.invert_yaxis()
     bw.set_xlim(0, max([forms[b]["gbps"] for b in names] + [1e-9]) * 1.8)
     bw.set_xlabel("achieved bandwidth (GB/s)")
-    bw.set_title("bandwidth: eager 15N, fused 3N elements", fontsize=12)
+    bw.set_title("eager moves 15N, fused 3N elements", fontsize=14)
     bw.grid(axis="y", visible=False)
     plots.stamp_figure(fig, data, reference)
     return fig
@@ -475,10 +476,10 @@ def figure_memory(data: dict[str, Any], reference: dict | None = None):
         rn = reference["N"] * ITEMSIZE[reference["dtype"]]
         ref = [reference["forms"][b]["peak_bytes"] / rn * nbuf if b in reference["forms"] else None for b in names]
     _form_bars(ax, names, mib, [f"{m:.0f} MiB\n= {m / nbuf:.0f} × N" for m in mib],
-               "memory allocated during one call (MiB)", ref,
-               f"recorded on {(reference or {}).get('machine_short')} (scaled to this N)", fontsize=11)
+               "MiB allocated in one call", ref,
+               f"recorded on {(reference or {}).get('machine_short')} (scaled to this N)", fontsize=12.5)
     ax.set_ylim(0, max(mib + [1]) * 1.35)
-    ax.set_title("peak memory above the inputs", fontsize=13)
+    ax.set_title("peak memory above the inputs", fontsize=15)
     eager = forms["torch_eager"]["buffers"]
     lines = [f"{b['op']:<10} {b['bytes'] / 2**20:6.1f} MiB" for b in eager[:7]]
     y = _text_block(txt, lines, f"torch eager: {len(eager)} new buffers", [plots.color("torch_eager")] * 8,
@@ -589,16 +590,16 @@ def figure_relayout(data: dict[str, Any], reference: dict | None = None):
         ax.bar(i, r["median_s"] * 1e3, 0.6, color=cols[k])
         _spread(ax, i, r)
         ax.text(i, r["p90_s"] * 1e3, f"{fmt_seconds(r['median_s'])}\n{r['transposes']} transpose"
-                f"{'s' * (r['transposes'] != 1)}", ha="center", va="bottom", fontsize=10.5)
+                f"{'s' * (r['transposes'] != 1)}", ha="center", va="bottom", fontsize=12.5)
         if reference is not None and k in reference.get("forms", {}):
             ax.text(i, 0, f"rec.\n{fmt_seconds(reference['forms'][k]['median_s'])}", ha="center",
-                    va="bottom", fontsize=9, color="white", fontweight="bold")
+                    va="bottom", fontsize=11.5, color="white", fontweight="bold")
     ax.set_xticks([0, 1])
-    ax.set_xticklabels([labels["as_written"], labels["pretransposed"]], fontsize=9.5)
+    ax.set_xticklabels([labels["as_written"], labels["pretransposed"]], fontsize=11.5)
     ax.set_ylabel("jax.jit median (ms), p10–p90")
     ax.set_ylim(0, max(forms[k]["p90_s"] for k in forms) * 1e3 * 1.45)
     ax.grid(axis="x", visible=False)
-    ax.set_title("einsum bhd,hdk→bhk", fontsize=13)
+    ax.set_title("einsum bhd,hdk→bhk", fontsize=15)
     y = 0.97 + 0.04
     for title, key in (("XLA's plan, as written (transposes in orange)", "as_written"),
                        ("pre-transposed operand", "pretransposed")):
@@ -611,7 +612,7 @@ def figure_relayout(data: dict[str, Any], reference: dict | None = None):
     if reference is not None:
         verdict += f"; recorded on {reference.get('machine_short', '?')}: " + (
             "relayout" if reference.get("relayout_inserted") else "no relayout")
-    txt.text(0.0, 0.02, verdict, fontsize=10.5, fontweight="bold", transform=txt.transAxes, va="bottom")
+    txt.text(0.0, 0.02, verdict, fontsize=12.5, fontweight="bold", transform=txt.transAxes, va="bottom")
     plots.stamp_figure(fig, data, reference)
     return fig
 
@@ -676,9 +677,9 @@ def figure_dead_code(data: dict[str, Any], reference: dict | None = None):
     vals = [data["matmuls"][b] for b in names]
     ref = None if reference is None else [reference["matmuls"].get(b) for b in names]
     _form_bars(ax, names, vals, [str(v) for v in vals], "matmuls executed per call", ref,
-               f"recorded: {(reference or {}).get('machine_short')}", fontsize=16, fontweight="bold")
+               f"recorded: {(reference or {}).get('machine_short')}", fontsize=18, fontweight="bold")
     ax.set_ylim(0, 4)
-    ax.set_title("x @ gating1 is never used", fontsize=13)
+    ax.set_title("x @ gating1 is never used", fontsize=15)
     t = data["times"]
     tn = [b for b in BACKENDS if b in t]
     for i, b in enumerate(tn):
@@ -686,12 +687,12 @@ def figure_dead_code(data: dict[str, Any], reference: dict | None = None):
         _spread(tx, i, t[b])
         if reference is not None and b in reference.get("times", {}):
             tx.text(i, 0, f"rec.\n{fmt_seconds(reference['times'][b]['median_s'])}", ha="center", va="bottom",
-                    fontsize=8.5, color="white")
+                    fontsize=11, color="white")
     for pair, xm in ((("torch_eager", "torch_compile"), 0.5), (("jax_eager", "jax_jit"), 2.5)):
         if pair[0] in t and pair[1] in t:
             s = t[pair[0]]["median_s"] / t[pair[1]]["median_s"]
             top = max(t[pair[0]]["p90_s"], t[pair[1]]["p90_s"]) * 1e3
-            tx.text(xm, top * 1.08, f"{s:.2f}×", ha="center", fontsize=12, fontweight="bold")
+            tx.text(xm, top * 1.08, f"{s:.2f}×", ha="center", fontsize=14, fontweight="bold")
     tx.set_xticks(range(len(tn)))
     tx.set_xticklabels([plots.label(b) for b in tn], rotation=12)
     tx.set_ylabel("median latency (ms), p10–p90")
@@ -700,7 +701,7 @@ def figure_dead_code(data: dict[str, Any], reference: dict | None = None):
     title = f"time (compiled needs {data['flops_ratio']:.2f}× the FLOPs)"
     if reference is not None:
         title += f"\nrec. = recorded on {reference.get('machine_short', '?')}"
-    tx.set_title(title, fontsize=12)
+    tx.set_title(title, fontsize=14)
     plots.stamp_figure(fig, data, reference)
     return fig
 

@@ -170,11 +170,13 @@ def _warm(name: str, overrides) -> None:
         globals()[name].run(over)
 
 
-def _bars(ax, names: list[str], values: list[float], colors: list[str], texts: list[str], **kw) -> None:
+def _bars(ax, names: list[str], values: list[float], colors: list[str], texts: list[str],
+          tops: list[float] | None = None, **kw) -> None:
+    """Bars with a label above each (above ``tops``, e.g. the whiskers, when given)."""
     ax.bar(range(len(names)), values, color=colors, width=0.65, edgecolor="white", **kw)
-    for i, (v, t) in enumerate(zip(values, texts)):
-        ax.text(i, v, t, ha="center", va="bottom", fontsize=10)
-    ax.set_xticks(range(len(names)), names, fontsize=10)
+    for i, (v, t) in enumerate(zip(tops or values, texts)):
+        ax.text(i, v, t, ha="center", va="bottom", fontsize=12)
+    ax.set_xticks(range(len(names)), names, fontsize=12)
     ax.set_ylim(0, max(values + [1e-9]) * 1.3)
     ax.grid(axis="x", visible=False)
 
@@ -233,7 +235,7 @@ def figure_ops(data: dict, reference: dict | None = None):
             ax.barh(1, e[part], left=left, color=plots.color("torch_eager"), alpha=a * shade[ph], edgecolor="white",
                     label=None if ph != "forward" else "eager: " + ("compute ops" if part == "compute" else "views"))
             left += e[part]
-    ax.text(left, 1, f" {tot['eager']:,}", va="center", fontsize=14, fontweight="bold")
+    ax.text(left, 1, f" {tot['eager']:,}", va="center", fontsize=16, fontweight="bold")
     left = 0.0
     for g in data["graphs"]:
         ph = "backward" if g["backward"] else "forward"
@@ -245,7 +247,7 @@ def figure_ops(data: dict, reference: dict | None = None):
         ax.barh(0, tot["optimizer"], left=left, color=plots.color("torch_eager"), alpha=0.35, hatch="//",
                 edgecolor="white", label="AdamW: eager in both")
         left += tot["optimizer"]
-    ax.text(left, 0, f" {tot['launches'] + tot['optimizer']:,}", va="center", fontsize=14, fontweight="bold")
+    ax.text(left, 0, f" {tot['launches'] + tot['optimizer']:,}", va="center", fontsize=16, fontweight="bold")
     ax.set_yticks([1, 0], ["torch eager\naten ops issued", "torch.compile\nlaunches"])
     unit = "training step" if data["step"] == "training" else "forward pass"
     ax.set_xlabel(f"calls per {unit}")
@@ -265,11 +267,11 @@ def figure_ops(data: dict, reference: dict | None = None):
         rt = ops_totals(reference)
         lines += [f"recorded ({reference.get('machine_short', '')}):", f"  {rt['eager']:,} ops → {rt['launches']} launches"]
     side.axis("off")
-    side.text(0, 1, "\n".join(lines), va="top", fontsize=9.5, family="monospace", transform=side.transAxes)
-    side.legend(*ax.get_legend_handles_labels(), loc="lower left", fontsize=7.5, frameon=False)
+    side.text(0, 1, "\n".join(lines), va="top", fontsize=11.5, family="monospace", transform=side.transAxes)
+    ax.legend(loc="lower right", fontsize=12, frameon=False)  # under the eager bar, right of the compiled one
     ax.set_title(f"One {unit}, {cfg['layers']} layers: eager issues {tot['eager']:,} ops; compiled launches "
                  f"{tot['launches']}" + (f" + {tot['optimizer']} eager AdamW ops" if tot["optimizer"] else ""),
-                 loc="left", fontsize=13)
+                 loc="left", fontsize=15)
     plots.stamp_figure(fig, data, reference)
     return fig
 
@@ -345,7 +347,8 @@ def figure_speed(data: dict, reference: dict | None = None):
     texts = [fmt_seconds(r["median"]) + (f"\n×{data['speedup'][k]:.2f}" if k in data["speedup"] else "")
              for k, r in zip(names, rows)]
     labels = [{"torch_compile_ro": "reduce-\noverhead"}.get(k, plots.label(k)) for k in names]
-    _bars(ax, labels, [r["median"] * 1e3 for r in rows], [plots.color(k.replace("_ro", "")) for k in names], texts)
+    _bars(ax, labels, [r["median"] * 1e3 for r in rows], [plots.color(k.replace("_ro", "")) for k in names], texts,
+          tops=[r["p90"] * 1e3 for r in rows])
     for i, r in enumerate(rows):
         ax.errorbar(i, r["median"] * 1e3, yerr=[[(r["median"] - r["p10"]) * 1e3], [(r["p90"] - r["median"]) * 1e3]],
                     color="#333333", capsize=4)
@@ -355,7 +358,7 @@ def figure_speed(data: dict, reference: dict | None = None):
     if data.get("agree"):
         notes.append("forward outputs vs eager, max|Δ|÷max|y|: "
                      + ", ".join(f"{plots.label(k)} {v:.0e}" for k, v in data["agree"].items()))
-    ax.set_xlabel("\n".join(notes), fontsize=8, color="#555555")
+    ax.set_xlabel("\n".join(notes), fontsize=11, color="#555555")
     # right: speedup vs work per call — the sizes measured this session, the seed's range, the paper
     paper = PAPER[data["step"]]
     sx.axhspan(*SEED_RANGE, color=plots.PALETTE["accent"], alpha=0.2)
@@ -366,25 +369,25 @@ def figure_speed(data: dict, reference: dict | None = None):
     for lbl, (x, y) in pts:
         cur = [x, y] == here
         sx.plot(x, y, "o", color=plots.color("torch_compile"), alpha=1.0 if cur else 0.45, ms=11 if cur else 7)
-        sx.annotate(lbl, (x, y), textcoords="offset points", xytext=(6, -12 if cur else 4), fontsize=8.5)
+        sx.annotate(lbl, (x, y), textcoords="offset points", xytext=(6, -12 if cur else 4), fontsize=11)
     if reference is not None and reference.get("speedup"):
         sx.plot(reference["flops"], reference["speedup"]["torch_compile"], "s", color=plots.PALETTE["reference"],
                 ms=9, label=f"recorded: {reference.get('machine_short', '')}")
-        sx.legend(loc="lower right", fontsize=8)
+        sx.legend(loc="lower right", fontsize=11)
     sx.set_xscale("log")
     sx.xaxis.set_minor_locator(NullLocator())  # dozens of minor log ticks cost ~0.1 s a redraw
     ys = [y for _, (_, y) in pts]
     sx.set_ylim(min(ys + [0.9]) * 0.9, max(ys + [paper, SEED_RANGE[1]]) * 1.2)
     tr = sx.get_yaxis_transform()
-    sx.text(0.02, SEED_RANGE[1], "seed card: training 1.2–1.8× typical", transform=tr, fontsize=8.5, va="bottom")
+    sx.text(0.02, SEED_RANGE[1], "seed card: training 1.2–1.8× typical", transform=tr, fontsize=11, va="bottom")
     sx.text(0.02, paper, f"PyTorch 2 paper: {paper}× {data['step']}\n(A100, geomean of 180+ models, as reported)",
-            transform=tr, fontsize=8, va="bottom", color="#444444")
-    sx.set_xlabel("matmul FLOPs per call (log): op-heavy ← → big matmuls")
+            transform=tr, fontsize=11, va="bottom", color="#444444")
+    sx.set_xlabel("matmul FLOPs per call (log)\nop-heavy ← → big matmuls")
     sx.set_ylabel("torch.compile ÷ eager")
     c = data["cfg"]
     fig.suptitle(f"{c['layers']} layers, batch {c['batch']} × seq {c['seq']}, D={c['width']}, {c['dtype']}, "
                  f"{'training step' if data['step'] == 'training' else 'inference'}: torch.compile "
-                 f"×{data['speedup']['torch_compile']:.2f} over eager", fontsize=14)
+                 f"×{data['speedup']['torch_compile']:.2f} over eager", fontsize=16)
     plots.stamp_figure(fig, data, reference)
     return fig
 
@@ -443,12 +446,12 @@ def figure_backward(data: dict, reference: dict | None = None):
                                            ("library", "#9ecae1", "library calls"))):
             v = sum(g[k] for g in gs)
             gx.bar(i + (j - 1) * w, v, w, color=col, label=lbl if i == 0 else None)
-            gx.text(i + (j - 1) * w, v, str(v), ha="center", va="bottom", fontsize=9.5)
+            gx.text(i + (j - 1) * w, v, str(v), ha="center", va="bottom", fontsize=11.5)
     nsaved, mib = sum(g["saved"] for g in bw), sum(g["saved_bytes"] for g in bw) / 2**20
-    gx.set_xticks([0, 1], [f"forward graph\nsaves {nsaved} tensors\n({mib:.1f} MiB)", "backward graph"], fontsize=10)
-    gx.set_title("AOTAutograd: joint graph, split", loc="left", fontsize=12)
-    gx.legend(loc="upper left", fontsize=8.5)
-    gx.set_ylim(0, max(g["nodes"] for g in data["graphs"]) * 1.45)
+    gx.set_xticks([0, 1], [f"forward graph\nsaves {nsaved} tensors\n({mib:.1f} MiB)", "backward graph"], fontsize=12)
+    gx.set_title("AOTAutograd: joint graph, split", loc="left", fontsize=14)
+    gx.legend(loc="upper left", fontsize=11)
+    gx.set_ylim(0, max(sum(g["nodes"] for g in gs) for gs in (fw, bw) if gs) * 1.9)  # room for the legend
     gx.grid(axis="x", visible=False)
     short = {"torch_eager": "eager", "torch_compile": "compiled", "jax": "JAX", "jax_remat": "JAX +\nremat"}
     s = data["saved"]
@@ -457,23 +460,23 @@ def figure_backward(data: dict, reference: dict | None = None):
           [plots.color("jax_jit" if k.startswith("jax") else k) for k in names],
           [f"{s[k]['bytes'] / 2**20:.1f}\n{s[k]['tensors']} t." for k in names])
     sx.set_ylabel("MiB")
-    sx.set_title("activations kept for backward", loc="left", fontsize=12)
+    sx.set_title("activations kept for backward", loc="left", fontsize=14)
     sx.text(0.0, -0.24, "torch: saved_tensors_hooks · JAX: jax.vjp residuals\n(weights left out)",
-            transform=sx.transAxes, fontsize=8, color="#555555", va="top")
+            transform=sx.transAxes, fontsize=11, color="#555555", va="top")
     p = data["peak"]
     _bars(px, ["eager", "compiled"], [p[k] / 2**20 for k in ("torch_eager", "torch_compile")],
           [plots.color("torch_eager"), plots.color("torch_compile")], [f"{p[k] / 2**20:.2f}" for k in p])
     px.set_ylabel("MiB")
-    px.set_title("peak, one step", loc="left", fontsize=12)
-    px.text(0.0, -0.24, f"{data['peak_how']},\nabove weights + AdamW state", transform=px.transAxes, fontsize=8,
+    px.set_title("peak, one step", loc="left", fontsize=14)
+    px.text(0.0, -0.24, f"{data['peak_how']},\nabove weights + AdamW state", transform=px.transAxes, fontsize=11,
             color="#555555", va="top")
     if reference is not None:
         px.plot([0, 1], [reference["peak"][k] / 2**20 for k in ("torch_eager", "torch_compile")], "_", ms=40,
                 mew=2.5, color=plots.PALETTE["reference"], label=f"recorded: {reference.get('machine_short', '')}")
-        px.legend(loc="lower right", fontsize=8)
+        px.legend(loc="lower right", fontsize=11)
     pe, pc, c = p["torch_eager"], p["torch_compile"], data["cfg"]
     fig.suptitle(f"Training step, {c['layers']} layers, {c['batch']}×{c['seq']} tokens, D={c['width']}: peak "
-                 f"compiled {pc / 2**20:.2f} vs eager {pe / 2**20:.2f} MiB ({(pc / pe - 1) * 100:+.1f}%)", fontsize=13)
+                 f"compiled {pc / 2**20:.2f} vs eager {pe / 2**20:.2f} MiB ({(pc / pe - 1) * 100:+.1f}%)", fontsize=15)
     plots.stamp_figure(fig, data, reference)
     return fig
 
@@ -599,12 +602,12 @@ def _hbars(ax, labels: list[str], values: list[float], texts: list[str], colors:
            xlabel: str) -> None:
     ax.barh(range(len(values)), values, color=colors, alpha=0.85)
     for i, (v, t) in enumerate(zip(values, texts)):
-        ax.text(v, i, " " + t, va="center", fontsize=9.5)
-    ax.set_yticks(range(len(values)), labels, fontsize=9.5)
+        ax.text(v, i, " " + t, va="center", fontsize=11.5)
+    ax.set_yticks(range(len(values)), labels, fontsize=11.5)
     ax.set_xlim(0, max(values + [1e-9]) * 2.4)
     ax.invert_yaxis()
     ax.set(xlabel=xlabel)
-    ax.set_title(title, loc="left", fontsize=12)
+    ax.set_title(title, loc="left", fontsize=14)
     ax.grid(axis="y", visible=False)
 
 
@@ -617,9 +620,9 @@ def figure_compile_cost(data: dict, reference: dict | None = None):
     if reference is not None:
         cx.plot([0, 1], [reference[k]["compile_s"] for k in hows], "_", ms=40, mew=2.5,
                 color=plots.PALETTE["reference"], label=f"recorded: {reference.get('machine_short', '')}")
-        cx.legend(loc="upper right", fontsize=8.5)
-    cx.set_ylabel(f"compile time (s), caches {data['caches']}")
-    cx.set_title("compiling a training step", loc="left", fontsize=12)
+        cx.legend(loc="upper right", fontsize=11)
+    cx.set_ylabel("compile time (s)")  # caches: in the footer stamp
+    cx.set_title("compiling a training step", loc="left", fontsize=14)
     be = [data[k]["break_even"] for k in hows]
     _hbars(bx, [f"{k}\n{fmt_seconds(data[k]['steady']['median'])}/step" for k in hows],
            [b if math.isfinite(b) else 0.0 for b in be], [_steps(b) for b in be], [blue, "#6baed6"],
@@ -630,9 +633,12 @@ def figure_compile_cost(data: dict, reference: dict | None = None):
             + (f"\nthen raised {r['error'].split(':')[0]}" if r["error"] else "") for r in sd],
            [blue, plots.color("torch_eager"), "#b00020"], "set_stance: a shape-varying loop",
            f"s for {sd[0]['shapes']} sequence lengths, 1 block")
+    from matplotlib.ticker import MaxNLocator
+
+    bx.xaxis.set_major_locator(MaxNLocator(3, integer=True))  # 5-digit step counts: few ticks
     ratio = data["whole"]["compile_s"] / max(data["regional"]["compile_s"], 1e-9)
     fig.suptitle(f"{L} layers: regional compile {max(ratio, 1 / ratio):.1f}× {'faster' if ratio >= 1 else 'slower'} "
-                 f"than whole-stack · pays after {_steps(be[0])} / {_steps(be[1])} (whole / regional)", fontsize=13)
+                 f"than whole · pays after {_steps(be[0])} / {_steps(be[1])} (whole / regional)", fontsize=15)
     plots.stamp_figure(fig, data, reference)
     return fig
 

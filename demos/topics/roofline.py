@@ -359,7 +359,7 @@ def figure_payoff(data: dict[str, Any], reference: dict[str, Any] | None = None)
         for i, b in enumerate(backends):
             r = rows.get(b, {})
             if not r.get("median_s"):
-                ax.text(i, 0, "n/a", ha="center", va="bottom", fontsize=10, color="#777")
+                ax.text(i, 0, "n/a", ha="center", va="bottom", fontsize=12, color="#777")
                 continue
             m = r["median_s"] * scale
             lo, hi = max(m - r["p10_s"] * scale, 0), max(r["p90_s"] * scale - m, 0)
@@ -367,13 +367,13 @@ def figure_payoff(data: dict[str, Any], reference: dict[str, Any] | None = None)
                    label=plots.label(b) if w == names[0] else None)
             s = speedup(rows, b)
             if b != "torch_eager" and s is not None:
-                ax.text(i, m + hi, f"{s:.2f}×", ha="center", va="bottom", fontsize=12, fontweight="bold")
-        ax.set_xticks(range(len(backends)), [TICKS.get(b, b) for b in backends], fontsize=10.5)
+                ax.text(i, m + hi, f"{s:.2f}×", ha="center", va="bottom", fontsize=14, fontweight="bold")
+        ax.set_xticks(range(len(backends)), [TICKS.get(b, b) for b in backends], fontsize=12.5)
         ax.set_ylabel(f"median per call ({unit})")
         ax.set_ylim(0, top * scale * 1.45)
         _lean(ax, "y")
         ax.grid(axis="x", visible=False)
-        ax.set_title(f"{w}\n{_short(w, wd['params'])}", fontsize=12)
+        ax.set_title(f"{w}\n{_short(w, wd['params'])}", fontsize=14)
         lines = []
         seed = SEED.get(w)
         if seed:
@@ -384,9 +384,9 @@ def figure_payoff(data: dict[str, Any], reference: dict[str, Any] | None = None)
             sp = [speedup(rr, b) for b in backends if b != "torch_eager"]
             lines.append(f"recorded: {' / '.join(f'{s:.2f}×' if s else '—' for s in sp)} ({_ref_name(reference)})")
         if lines:
-            ax.text(0.02, 0.98, "\n".join(lines), transform=ax.transAxes, ha="left", va="top", fontsize=9.5,
+            ax.text(0.02, 0.98, "\n".join(lines), transform=ax.transAxes, ha="left", va="top", fontsize=11.5,
                     color=plots.PALETTE["reference"])
-    fig.legend(loc="outside upper center", ncols=len(backends), fontsize=10, frameon=False)
+    fig.legend(loc="outside upper center", ncols=len(backends), fontsize=12, frameon=False)
     plots.stamp_figure(fig, data, reference)
     return fig
 
@@ -498,7 +498,7 @@ def figure_roofline(data: dict[str, Any], reference: dict[str, Any] | None = Non
                     arrowprops=dict(arrowstyle="->", color=plots.color("torch_compile"), lw=1.8), zorder=3)
         ax.annotate(f"torch.compile: intensity ×{c['intensity'] / e['intensity']:.1f}, "
                     f"FLOP/s ×{c['achieved'] / e['achieved']:.1f}", xy=(c["intensity"], c["achieved"]),
-                    xytext=(12, -26), textcoords="offset points", ha="left", fontsize=11,
+                    xytext=(12, -26), textcoords="offset points", ha="left", fontsize=12.5,
                     color=plots.color("torch_compile"))
     ax.set_xscale("log")
     ax.set_yscale("log")
@@ -512,8 +512,8 @@ def figure_roofline(data: dict[str, Any], reference: dict[str, Any] | None = Non
     _lean(ax)
     ax.set_xlabel("arithmetic intensity (FLOP / byte, analytic)")
     ax.set_ylabel("FLOP/s (achieved)")
-    ax.set_title(f"{data['workload']} ({_short(data['workload'], data['params'])}, {dtype}) on the roofline")
-    ax.legend(loc="center left", bbox_to_anchor=(1.01, 0.5), fontsize=9.5, frameon=False)
+    ax.set_title(f"{data['workload']} ({_short(data['workload'], data['params'])}, {dtype}) on the roofline", fontsize=15)
+    ax.legend(loc="center left", bbox_to_anchor=(1.01, 0.5), fontsize=11.5, frameon=False)
     plots.stamp_figure(fig, data, reference)
     return fig
 
@@ -566,7 +566,7 @@ def figure_predicted(data: dict[str, Any], reference: dict[str, Any] | None = No
     """One row per point: predicted (grey diamond) and measured (coloured marker) time on a log
     axis, joined by a line; measured ÷ predicted and the reason in the right-hand column."""
     pts = data["points"]
-    fig, (ax, tx) = plots.figure(1, 2, width_ratios=[1.55, 1], sharey=True)
+    fig, (ax, tx) = plots.figure(1, 2, width_ratios=[1.25, 1], sharey=True)
     ys = list(range(len(pts)))[::-1]
     times = [q["predicted_s"] for q in pts] + [q["median_s"] for q in pts if q.get("median_s")]
     lo, hi = min(times) / 3, max(times) * 3
@@ -578,30 +578,47 @@ def figure_predicted(data: dict[str, Any], reference: dict[str, Any] | None = No
             ax.plot([q["predicted_s"], q["median_s"]], [y, y], color="#999", lw=1.2, zorder=2)
             ax.scatter(q["median_s"], y, s=80, color=plots.color(q["backend"]), zorder=4,
                        marker=MARKERS.get(q["backend"], "o"))
-            tx.text(0.0, y, f"×{q['ratio']:.1f}", va="center", fontsize=11, fontweight="bold")
-            tx.text(0.2, y, textwrap.fill(q["why"], 34), va="center", fontsize=9.5)
+            tx.text(0.0, y, f"×{q['ratio']:.1f}", va="center", fontsize=12.5, fontweight="bold")
         else:
-            tx.text(0.0, y, q.get("error") or "not measured", va="center", fontsize=10, color="#b00020")
+            tx.text(0.0, y, q.get("error") or "not measured", va="center", fontsize=12, color="#b00020")
         r = next((p for p in (reference or {}).get("points", []) if p["workload"] == q["workload"]
                   and p["backend"] == q["backend"] and p.get("median_s")), None)
         if r is not None:
             ax.scatter(r["median_s"], y, s=60, facecolors="none", edgecolors=plots.PALETTE["reference"], zorder=3,
                        label=ref_label if ref_label not in ax.get_legend_handles_labels()[1] else None)
             lo, hi = min(lo, r["median_s"] / 3), max(hi, r["median_s"] * 3)
-    ax.set_yticks(ys, [f"{q['workload']} · {plots.label(q['backend'])}" for q in pts], fontsize=10)
+    # the reasons: one per run of rows that share it (two backends often do), centred on the run
+    runs: list[list] = []
+    for y, q in zip(ys, pts):
+        if q.get("median_s"):
+            if runs and runs[-1][1] == q["why"] and runs[-1][0][-1] == y + 1:
+                runs[-1][0].append(y)
+            else:
+                runs.append([[y], q["why"]])
+    for yy, why in runs:
+        tx.text(0.19, sum(yy) / len(yy), textwrap.fill(why, 46), va="center", fontsize=11.5, linespacing=1.0)
+        if len(yy) > 1:  # a bracket: the reason holds for every row it spans
+            tx.plot([0.17, 0.17], [min(yy) - 0.3, max(yy) + 0.3], color="#999999", lw=1.5)
+    ax.set_yticks(ys, [f"{q['workload']} · {plots.label(q['backend'])}" for q in pts], fontsize=12)
     ax.set_xscale("log")
     ax.set_xlim(lo, hi)
-    ax.set_ylim(-0.6, len(pts) - 0.4)
-    _lean(ax)
+    ax.set_ylim(-0.6, len(pts) + 0.5)  # the top band holds the legend
+    _lean(ax, "x")  # the y ticks are the rows: every one labelled
     ax.set_xlabel("seconds per call (log)")
     pk = data["peaks"]
     roofs = f"{_fmt_rate(pk['bandwidth']['bytes_per_s'], 'B/s')}, {_fmt_rate(peak_flops(pk, data['dtype']), 'FLOP/s')}"
-    ax.set_title(f"◆ max(FLOPs÷peak, bytes÷bandwidth) vs measured\n({data['dtype']}; roofs {roofs})", fontsize=12)
+    ax.set_title(f"◆ max(FLOPs÷peak, bytes÷bandwidth) vs measured\n({data['dtype']}; roofs {roofs})", fontsize=14)
     ax.grid(axis="y", visible=False)
-    ax.legend(loc="lower right", fontsize=9.5, title="coloured: measured median", title_fontsize=9.5)
+    from matplotlib.lines import Line2D
+
+    handles, labels = ax.get_legend_handles_labels()
+    handles.insert(1, Line2D([], [], marker="o", ls="none", ms=8, color="#555555"))
+    labels.insert(1, "measured median (backend's colour)")
+    ax.legend(handles, labels, loc="upper left", ncols=len(labels), fontsize=11.5, frameon=False,
+              borderaxespad=0.2, columnspacing=1.0, handletextpad=0.3)
     tx.set_xlim(0, 1)
     tx.axis("off")
-    tx.set_title("measured ÷ predicted, and why", fontsize=12)
+    tx.set_title("measured ÷ predicted, and why", fontsize=14)
     plots.stamp_figure(fig, data, reference)
     return fig
 
@@ -699,7 +716,7 @@ def figure_overheads(data: dict[str, Any], reference: dict[str, Any] | None = No
             ax.plot(reference["sizes"], [r["median_s"] * 1e6 for r in rows], ":", color=MODE_COLORS.get(mode, "#777"),
                     lw=1.5, alpha=0.8)
         ax.text(0.99, 0.02, f"dotted: recorded on {_ref_name(reference)}", transform=ax.transAxes,
-                ha="right", va="bottom", fontsize=9.5, color=plots.PALETTE["reference"])
+                ha="right", va="bottom", fontsize=11.5, color=plots.PALETTE["reference"])
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     _lean(ax)
@@ -710,8 +727,8 @@ def figure_overheads(data: dict[str, Any], reference: dict[str, Any] | None = No
     else:
         note = ("CPU: no kernel launches to batch, so reduce-overhead has nothing to remove "
                 "(CUDA graphs need a GPU); both compiled modes run the same C++")
-    ax.set_title(textwrap.fill(note, 95), fontsize=11.5)
-    ax.legend(loc="upper left", fontsize=10)
+    ax.set_title(textwrap.fill(note, 95), fontsize=13)
+    ax.legend(loc="upper left", fontsize=12)
     plots.stamp_figure(fig, data, reference)
     return fig
 
