@@ -446,7 +446,9 @@ def main(argv: list[str] | None = None) -> int:
             log(f"{len(done)} parts → {(out or BUILD / 'html')}/index.html in {time.perf_counter() - t0:.0f} s "
                 "(open it in a browser; works offline)")
         else:
-            build_pdf(notebooks, out, results, force=args.force)
+            # a subset never overwrites the whole lecture's PDF with part of it
+            name = "jit-lecture.pdf" if not args.parts else f"jit-lecture-parts-{'-'.join(args.parts.split(','))}.pdf"
+            build_pdf(notebooks, out, results, force=args.force, lecture_name=name)
     except DemoError as exc:
         print(f"export: {exc}", file=sys.stderr)
         return 2

@@ -60,6 +60,9 @@ FIGURE_SHOWN = """c => {
   const img = c.querySelector('.jitdeck-panel .jp-OutputArea-output img');
   if (img && img.complete && img.naturalWidth > 0) return 'figure';
   if (c.querySelector('.jitdeck-error')) return 'error';
+  const prompt = c.querySelector('.jp-InputPrompt');  // a cell that draws no panel (e.g. a verdict table)
+  if (prompt && /\[\d+\]/.test(prompt.textContent) && !c.querySelector('.jitdeck-panel')
+      && c.querySelector('.jp-OutputArea-output')) return 'output';
   return false;
 }"""
 
@@ -231,9 +234,9 @@ def report(rows: list[dict], stamp: str) -> str:
                      f"{r['status'].replace('|', '/')} |")
     if rows:
         secs = sorted(r["seconds"] for r in rows)
-        over = [r for r in rows if r["seconds"] > TARGET_S or r["shown"] != "figure"]
+        over = [r for r in rows if r["seconds"] > TARGET_S or r["shown"] not in ("figure", "output")]
         lines += ["", f"{len(rows)} live cells · median {secs[len(secs) // 2]:.2f} s · worst {secs[-1]:.2f} s · "
-                  f"over {TARGET_S:.0f} s or no figure: {len(over)}"
+                  f"over {TARGET_S:.0f} s or nothing shown: {len(over)}"
                   + (" (" + ", ".join(f"{r['part']}:{r['slide']}" for r in over) + ")" if over else "")]
     return "\n".join(lines) + "\n"
 
@@ -292,7 +295,7 @@ def main(argv: list[str] | None = None) -> int:
     (out / "walk.json").write_text(json.dumps({"rows": rows, "console": console}, indent=1))
     print(report(rows, stamp).splitlines()[-1])
     print(f"wrote {out / 'figure-times.md'}, {out / 'console.md'} and a screenshot per live slide")
-    return 0 if all(r["shown"] == "figure" for r in rows) else 1
+    return 0 if all(r["shown"] in ("figure", "output") for r in rows) else 1
 
 
 if __name__ == "__main__":

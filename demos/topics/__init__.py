@@ -20,9 +20,9 @@ def load():
 
 def preload() -> float:
     """What a presenter's kernel does as it starts (``make present`` points PYTHONSTARTUP at
-    ``_kernel_startup.py``): import every topic and the frameworks, and start the profiler, XLA
-    and matplotlib's text once, so the first Shift+Enter on a live slide pays for none of it
-    (about 5 s on a 2-core CPU, while the presenter is still on the title slide). It fills only
+    ``_kernel_startup.py``): import every topic and the frameworks, and start the profiler, XLA,
+    matplotlib's text and torch.compile once, so the first Shift+Enter on a live slide pays for none
+    of it (10–15 s on a 2-core CPU, while the presenter is still on the title slide). It fills only
     ``sys.modules``: no name reaches the notebook, so a live cell still imports what it calls.
     Each step is best effort: a missing framework is a demo's one-line message later, never a
     kernel that fails to start. Returns the seconds it took."""
@@ -38,6 +38,15 @@ def preload() -> float:
         if torch is not None:
             with quiet_native_stderr(), torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]):
                 torch.ones(8).sin()
+
+    def inductor() -> None:
+        # the first torch.compile in a process pays ~7 s of one-time set-up (Dynamo, Inductor,
+        # the code cache) even when every kernel is cached; pay it here, on a tiny function
+        from demos.engine.devices import cxx_problem, torch_device, torch_or_none
+
+        torch = torch_or_none()
+        if torch is not None and not (torch_device() == "cpu" and cxx_problem()):
+            torch.compile(_tiny)(torch.ones(8, device=torch_device()))
 
     def xla() -> None:
         from demos.engine.devices import jax_or_none
@@ -58,9 +67,14 @@ def preload() -> float:
     def widgets() -> None:
         import ipywidgets  # noqa: F401
 
-    for step in (load, torch_profiler, xla, text, widgets):
+    for step in (load, torch_profiler, inductor, xla, text, widgets):
         try:
             step()
         except Exception:  # noqa: BLE001 - best effort, see above
             pass
     return time.perf_counter() - t0
+
+
+def _tiny(t):
+    """What :func:`preload` compiles (module level, so its compiled code is cached by `make warm`)."""
+    return (t.sin() + 1).relu()

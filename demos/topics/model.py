@@ -281,6 +281,7 @@ ops = Demo(
     controls=lambda kind: [Choice("layers", SIZES[kind]["layers"], options=LAYERS[kind]),
                            Choice("step", "inference", options=STEPS, toggle=True)],
     measure=measure_ops, figure=figure_ops, match=("layers", "step"),
+    opens_warm=True,  # compiling the stack, even from warm caches, took 3.1 s before its first figure
     warm=lambda: _warm("ops", lambda k: [{"layers": n} for n in LAYERS[k]]
                        + [{"layers": n, "step": "training"} for n in (SIZES[k]["layers"], LAYERS[k][1])]),
 )

@@ -347,6 +347,9 @@ def figure_timeline(session: dict[str, Any], reference: dict[str, Any] | None = 
     ax.bar(xs, ys, color=colors, width=0.8)
     ax.set_yscale("log")
     ax.set_xlabel("call")
+    ax.xaxis.get_major_locator().set_params(integer=True)  # calls are whole numbers
+    if evs:
+        ax.set_xlim(0.4, max(xs) + 0.6)
     ax.set_ylabel("latency of the call (s, log)")
     for k, e in enumerate([c for c in evs if c["compiled"]]):  # S of each compile, staggered: neighbours don't touch
         ax.annotate(f"{e['run_S']}" + ("*" if e["symbolic"] else ""), (e["i"] + 1, e["seconds"]),
@@ -379,7 +382,8 @@ def figure_timeline(session: dict[str, Any], reference: dict[str, Any] | None = 
     summ = summarize(evs)
     side.text(0.0, 1.0, f"{summ['compiles']}", fontsize=40, fontweight="bold", va="top",
               color=COMPILE_COLOR, transform=side.transAxes)
-    side.text(0.0, 0.72, f"compiles in {summ['calls']} calls\n({summ['distinct_lengths']} distinct lengths)",
+    side.text(0.0, 0.72, f"compile{'s' * (summ['compiles'] != 1)} in {summ['calls']} call{'s' * (summ['calls'] != 1)}\n"
+              f"({summ['distinct_lengths']} distinct length{'s' * (summ['distinct_lengths'] != 1)})",
               fontsize=14, va="top", transform=side.transAxes)
     reasons = [(e["i"] + 1, e["reason"]) for e in evs if e["compiled"]][-2 if reference else -3:]
     falls = [e["i"] + 1 for e in evs if e["fallback"]]
@@ -680,7 +684,7 @@ class LivePanel(Panel):
         import ipywidgets as w
 
         self.sweep_button = w.Button(description="Auto-sweep", button_style="warning", icon="forward",
-                                     layout=w.Layout(width="130px"))
+                                     layout=w.Layout(width="150px"))
         self.sweep_button.on_click(lambda _b: self.sweep())
         self.reset_button = w.Button(description="Reset", icon="refresh", layout=w.Layout(width="100px"))
         self.reset_button.on_click(lambda _b: self.reset())
