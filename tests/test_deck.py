@@ -85,3 +85,16 @@ def test_seed_figures_are_cited():
     text = "\n".join(c.source for p in PARTS for c in nbformat.read(str(p), as_version=4).cells)
     for fig in ("731", "144", "549", "81.9", "183", "214", "22.5", "14.4"):
         assert fig in text, f"seed figure {fig} not cited anywhere in the deck"
+
+
+def test_ui_bench_report_names_slow_controls_and_exempts_cold_compiles():
+    from demos.deck.uibench import report
+
+    rows = [{"demo": "a.fast", "control": "N", "median_s": 0.2, "run_button": False, "cold": False},
+            {"demo": "a.slow", "control": "N", "median_s": 0.7, "run_button": False, "cold": False},
+            {"demo": "a.sweep", "control": "n", "median_s": 4.0, "run_button": True, "cold": False},
+            {"demo": "a.cold", "control": "w", "median_s": 40.0, "run_button": True, "cold": True}]
+    text = report(rows)
+    assert "over target (0.5 s a move, 5 s a Run): a.slow:N" in text
+    assert "a.sweep" not in text.split("over target")[1].split("\n")[0] and "exempt" in text and "a.cold" in text
+    assert "4 controls over 4 demos" in text
