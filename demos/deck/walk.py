@@ -61,7 +61,7 @@ FIGURE_SHOWN = """c => {
   if (img && img.complete && img.naturalWidth > 0) return 'figure';
   if (c.querySelector('.jitdeck-error')) return 'error';
   const prompt = c.querySelector('.jp-InputPrompt');  // a cell that draws no panel (e.g. a verdict table)
-  if (prompt && /\[\d+\]/.test(prompt.textContent) && !c.querySelector('.jitdeck-panel')
+  if (prompt && /\\[\\d+\\]/.test(prompt.textContent) && !c.querySelector('.jitdeck-panel')
       && c.querySelector('.jp-OutputArea-output')) return 'output';
   return false;
 }"""
