@@ -193,7 +193,7 @@ def _compile_check(cxx: str, include: str) -> str | None:
     import subprocess
     import tempfile
 
-    from demos.engine.errors import _compiler_cause
+    from demos.engine.errors import compiler_cause
 
     with tempfile.TemporaryDirectory() as tmp:
         src = Path(tmp, "check.cpp")
@@ -205,7 +205,7 @@ def _compile_check(cxx: str, include: str) -> str | None:
             return f"{cxx} does not run ({exc.__class__.__name__})"
     if r.returncode != 0:
         said = (r.stderr or r.stdout).strip()
-        cause = _compiler_cause(said) if said else f"exit code {r.returncode}, no output"
+        cause = compiler_cause(said) if said else f"exit code {r.returncode}, no output"
         return f"{cxx} fails to compile a test file including Python.h: {cause}"
     return None
 

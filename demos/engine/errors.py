@@ -59,7 +59,7 @@ def one_line(exc: BaseException, context: str = "") -> str:
     if "not implemented for" in low or "unsupported dtype" in low or "does not support" in low:
         return prefix + f"this device does not support that dtype/op ({first[:160]})"
     if "C++ compile error" in whole:  # Inductor's CppCompileError: the compiler's own words are the cause
-        return prefix + f"torch.compile's C++ compile failed ({_compiler_cause(whole)})"
+        return prefix + f"torch.compile's C++ compile failed ({compiler_cause(whole)})"
     if "no working c++ compiler" in whole.lower() or "invalidcxxcompiler" in type(exc).__name__.lower():
         tried = re.search(r"cpp\.cxx: \(None, '([^']*)'\)", whole)
         which = f"{tried.group(1)!r} does not run" if tried else "none found"
@@ -70,7 +70,7 @@ def one_line(exc: BaseException, context: str = "") -> str:
     return prefix + f"{type(exc).__name__}: {first[:200]}"
 
 
-def _compiler_cause(text: str) -> str:
+def compiler_cause(text: str) -> str:
     """The line of a compiler's output that says what went wrong (Inductor puts the output after
     'Output:'); the first error line, else the first line, shortened."""
     out = text.split("Output:", 1)[1] if "Output:" in text else text
