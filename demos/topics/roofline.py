@@ -413,7 +413,9 @@ def payoff_claims(d: dict[str, Any]) -> dict[str, bool]:
     interleaved tests in tests/test_roofline.py check the notes' 0.5–2)."""
     chain, mm = (speedup(d["workloads"][w]["rows"], "torch_compile") for w in ("chain", "two_matmuls"))
     gpu = d.get("device", "cpu") != "cpu"
-    need = 2.0 if gpu else 1.2  # a loaded 2-core box once measured 1.4×: the CPU claim is "faster"
+    # CPU: 3.7× in a fresh kernel (eager's new 4 MiB buffers page-fault), about 1.2× once the
+    # process's allocator has warmed (measured after part 2's demos): the CPU claim is "faster"
+    need = 2.0 if gpu else 1.05
     little = (("compiled ÷ eager time within 0.7–1.4", lambda x: 0.7 <= 1 / x <= 1.4) if gpu else
               ("torch.compile under 3× faster than eager", lambda x: x < 3.0))
     return {f"chain: torch.compile more than {need:g}× faster than eager": bool(chain and chain > need),
@@ -530,7 +532,7 @@ def roofline_claims(d: dict[str, Any]) -> dict[str, bool]:
     """The chain's eager → compiled arrow (the default workload)."""
     by = {p["backend"]: p for p in d["points"]}
     e, c = by["torch_eager"], by["torch_compile"]
-    need = 2.0 if d["peaks"]["device"] != "cpu" else 1.2
+    need = 2.0 if d["peaks"]["device"] != "cpu" else 1.05  # see payoff_claims
     up = speedup(by, "torch_compile") or 0.0  # the arrow's "FLOP/s ×…"
     return {f"{d['workload']}: torch.compile moves the point ×22 to the right (same FLOPs, 1/22 of the bytes)":
             round(c["intensity"] / e["intensity"]) == 22 and c["flops"] == e["flops"],
