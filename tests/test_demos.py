@@ -112,13 +112,9 @@ def test_a_failing_measurement_is_one_line_and_the_panel_survives(demo: Demo, mo
     assert panel.renders == 0
 
 
-def test_an_instant_demo_opens_on_the_kept_result_and_measures_on_run(tmp_path, monkeypatch):
-    """Run-button sweeps and cold compiles open on what `make warm` kept (stamped so), measure only
-    on Run, and ignore a kept result that their code can no longer draw."""
-    import demos.deck.demo as dm
+def _probe_demo(name: str, topic: str, calls: list, **kw) -> Demo:
+    """A tiny declared demo that counts its measurements (for the kept-result tests)."""
     from demos.deck.demo import Choice
-
-    calls = []
 
     def measure(n: int) -> dict:
         calls.append(n)
@@ -128,13 +124,22 @@ def test_an_instant_demo_opens_on_the_kept_result_and_measures_on_run(tmp_path, 
         from demos.engine import plots
 
         fig, ax = plots.figure()
-        ax.set_title(data["stamp"])
+        ax.set_title(data.get("stamp", ""))
         ax.plot(range(data["n"]))
         return fig
 
+    return Demo(name, name, controls=[Choice("n", 3, options=[3, 4])], measure=measure, figure=figure,
+                topic=topic, **kw)
+
+
+def test_an_instant_demo_opens_on_the_kept_result_and_measures_on_run(tmp_path, monkeypatch):
+    """Run-button sweeps and cold compiles open on what `make warm` kept (stamped so), measure only
+    on Run, and ignore a kept result that their code can no longer draw."""
+    import demos.deck.demo as dm
+
+    calls = []
     monkeypatch.setattr(dm, "LAST_DIR", tmp_path)
-    demo = Demo("sweep", "sweep", controls=[Choice("n", 3, options=[3, 4])], measure=measure, figure=figure,
-                run_button=True, topic="instantprobe")
+    demo = _probe_demo("sweep", "instantprobe", calls, run_button=True)
     demo.warm_up()
     assert calls == [3] and list(tmp_path.glob("instantprobe.sweep-*.json"))
     panel = demo.panel()
@@ -156,26 +161,12 @@ def test_a_demo_that_opens_warm_shows_the_kept_result_then_measures_on_a_move(tm
     """``opens_warm``: no Run button, a first live figure that would need compiles. The panel opens
     on `make warm`'s result, says so, and the first control move measures live."""
     import demos.deck.demo as dm
-    from demos.deck.demo import Choice
 
     calls = []
-
-    def measure(n: int) -> dict:
-        calls.append(n)
-        return {"n": n, "extra": f"n={n}"}
-
-    def figure(data, reference):
-        from demos.engine import plots
-
-        fig, ax = plots.figure()
-        ax.plot(range(data["n"]))
-        return fig
-
     monkeypatch.setattr(dm, "LAST_DIR", tmp_path)
     monkeypatch.setattr("demos.deck.ui.static_mode", lambda: False)
     monkeypatch.setattr("IPython.display.display", lambda *a, **k: None)
-    demo = Demo("slowfirst", "slow first", controls=[Choice("n", 3, options=[3, 4])], measure=measure,
-                figure=figure, opens_warm=True, topic="openswarmprobe")
+    demo = _probe_demo("slowfirst", "openswarmprobe", calls, opens_warm=True)
     demo.warm_up()
     assert calls == [3] and demo.instant
     demo.forget()
