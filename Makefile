@@ -6,11 +6,12 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 PYTEST_ARGS ?=
 
-.PHONY: help setup present test pdf html warm check walk record bench info clean clean-slides lint-slides
+.PHONY: help setup present test test-fast pdf html warm check walk record bench info clean clean-slides lint-slides
 
 help:
 	@echo "make present   open the deck as a slideshow (JupyterLab + RISE on 127.0.0.1)"
 	@echo "make test      run the tests (installs everything on first use)"
+	@echo "make test-fast unit tests and count claims, no notebooks or browser (a few minutes)"
 	@echo "make pdf       export every part to build/pdf/ (RESULTS=assets/results/<file>.json to draw a recorded run)"
 	@echo "make html      offline reveal.js slides in build/html/"
 	@echo "make warm      pre-compile every demo into .cache/ so no live cell stalls on a compile"
@@ -54,6 +55,9 @@ pdf: $(STAMP) $(NPM_STAMP)
 
 test: $(STAMP)
 	$(PY) -m pytest $(PYTEST_ARGS)
+
+test-fast: $(STAMP)
+	$(PY) -m pytest -m "not slow and not browser" $(PYTEST_ARGS)
 
 check: $(STAMP)
 	$(PY) -m demos check

@@ -6,6 +6,13 @@ from pathlib import Path
 
 import pytest
 
+# The tests keep `make warm`-style results in a folder of their own (never the developer's .cache/last,
+# so no test depends on whether `make warm` ran); kernels the tests start inherit it.
+if "DEMOS_KEPT_DIR" not in os.environ:
+    import tempfile
+
+    os.environ["DEMOS_KEPT_DIR"] = tempfile.mkdtemp(prefix="jitdeck-kept-")
+
 import demos  # noqa: F401  (environment before torch/JAX)
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -18,7 +18,7 @@ def test_widget_versions_that_render_in_rise(monkeypatch):
     from demos.deck import present
 
     versions = {"ipywidgets": "7.8.5", "jupyterlab_widgets": "1.1.11"}
-    monkeypatch.setattr(present, "_version", lambda pkg: versions.get(pkg))
+    monkeypatch.setattr(present, "package_version", lambda pkg: versions.get(pkg))
     assert present.widgets_problem() is None
     versions.update(ipywidgets="8.1.2", jupyterlab_widgets="3.0.10")
     assert present.widgets_problem() is None

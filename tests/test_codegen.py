@@ -376,5 +376,6 @@ def test_fresh_copy_is_the_same_function_with_a_new_code_object():
         return x * k
 
     g = codegen.fresh_copy(f)
-    assert g is not f and g.__code__ is not f.__code__ and g.__code__ == f.__code__
-    assert (g(3), g(3, k=5), g.__name__, g.__qualname__) == (6, 15, f.__name__, f.__qualname__)
+    assert g is not f and g.__code__ is not f.__code__ and g.__code__.co_code == f.__code__.co_code
+    assert (g(3), g(3, k=5), g.__qualname__) == (6, 15, f.__qualname__)
+    assert g.__name__.startswith(f.__name__ + "_") and g.__code__.co_name == g.__name__  # a name of its own

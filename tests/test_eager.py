@@ -119,10 +119,11 @@ def test_claim_latency_flat_at_small_n_and_about_linear_at_large_n():
     # the panel's default on a CPU: one torch thread (see the regimes notes)
     small = eager.measure_regimes("add", 4, 8, budget_s=0.05, threads=1)
     s = {n: p["median"] for n, p in zip(small["Ns"], small["series"]["add"])}
-    # 16× more elements, well under 2× the time: the overhead floor
-    assert s[2**8] < 2.0 * s[2**4], s
+    # 16× more elements, under the slide's bound on the time: the overhead floor
+    flat = eager.regimes_claims["flat"]
+    assert flat.holds(s[2**8] / s[2**4], "cpu"), s
     c = {n: p["median"] for n, p in zip(small["Ns"], small["series"]["complex_activation"])}
-    assert c[2**8] < 2.0 * c[2**4], c
+    assert flat.holds(c[2**8] / c[2**4], "cpu"), c
     # tensors ≥ 32 MiB (2^23 float32): glibc serves every allocation the same way (fresh pages
     # from the OS), so the top of the range compares like with like
     large = eager.measure_regimes("add", 23, 25, budget_s=0.05, with_activation=False, threads=1)
@@ -250,7 +251,7 @@ def test_a_bad_results_file_is_one_line_in_the_panel(tmp_path, monkeypatch):
 def test_gpu_claim_six_kernels():
     d = eager.measure_timeline(20 * 2**20)
     assert d["device_lane"] == "cuda"
-    assert d["counts"]["ops"] == 6 and d["counts"]["kernels"] >= 6, d["kernel_names"]
+    assert all(eager.timeline.check_claims(d).values()), d["kernel_names"]  # 6 ops, at least 6 kernels
 
 
 @pytest.mark.gpu
@@ -270,4 +271,4 @@ def test_gpu_claim_flat_then_linear():
     d = eager.measure_regimes("add", 4, 28, budget_s=0.05)
     s = {n: p["median"] for n, p in zip(d["Ns"], d["series"]["add"])}
     assert s[2**10] < 1.5 * s[2**4], s
-    assert 2.5 <= s[2**28] / s[2**26] <= 6.0, s
+    assert eager.regimes_claims["linear"].holds(s[2**28] / s[2**26], "gpu"), s

@@ -57,11 +57,11 @@ def test_every_live_cell_is_declared():
 def test_claim_fusion_eager_six_ops_compiled_one_fused_cpp_kernel():
     d = fusion.measure_kernels("complex_activation")
     f = d["forms"]
-    assert f["torch_eager"]["count"] >= 6 and f["torch_eager"]["names"][:2] == ["sin", "cos"]
-    assert f["torch_compile"]["count"] == 1 and f["torch_compile"]["kernels"] == 1
+    assert all(fusion.kernels.check_claims(d).values()), fusion.kernels.check_claims(d)  # 6 → 1, 1 fusion
+    assert f["torch_eager"]["names"][:2] == ["sin", "cos"]
+    assert f["torch_compile"]["kernels"] == f["torch_compile"]["count"]  # no library call
     assert f["torch_compile"]["names"][0].startswith("cpp_fused_")
-    assert f["jax_eager"]["count"] >= 6
-    assert f["jax_jit"]["count"] == 1 and f["jax_jit"]["fusions"] == 1
+    assert f["jax_eager"]["count"] >= f["torch_eager"]["count"]  # op by op: one dispatch per jaxpr eqn
     assert any("cpp_fused_" in s for s in d["wrapper"]) and any("fusion(" in s for s in d["hlo"])
     json.dumps(d)
 
@@ -80,8 +80,8 @@ def test_claim_other_workloads_keep_matmuls_as_library_calls_and_fuse_the_rest()
 def test_claim_timeline_eager_six_kernels_compiled_one():
     d = fusion.measure_timeline(N_SMALL)
     eager, comp = d["runs"]
-    assert eager["counts"]["kernels"] == 6
-    assert comp["counts"]["kernels"] == 1 and comp["kernel_names"][0].startswith("cpp_fused")
+    assert all(fusion.timeline.check_claims(d).values()), [r["counts"] for r in d["runs"]]
+    assert comp["kernel_names"][0].startswith("cpp_fused")
     json.dumps(d)
 
 
@@ -138,8 +138,7 @@ def test_claim_relayout_xla_on_cpu_moves_the_heads_in_front():
 @cpu_only
 def test_claim_dead_matmul_is_gone_in_both_compilers():
     d = fusion.measure_dead_code(B=32)
-    assert d["matmuls"] == {"torch_eager": 3, "torch_compile": 2, "jax_eager": 3, "jax_jit": 2}
-    assert d["flops_ratio"] == pytest.approx(2 / 3, rel=0.01)
+    assert all(fusion.dead_code.check_claims(d).values()), (d["matmuls"], d["flops_ratio"])  # 3 → 2, 2/3 the FLOPs
     assert set(d["times"]) == set(demos.BACKENDS)
     json.dumps(d)
 
@@ -154,9 +153,11 @@ def test_claims_on_gpu_shaped_data():
     assert fusion.kernels_claims({"workload": "chain", "device": "cuda", "forms": forms}) == {}
     runs = [{"counts": {"kernels": 6}}, {"counts": {"kernels": 1}}]
     assert all(fusion.timeline.check_claims({"device": "cuda", "runs": runs}).values())
-    lat = {"device": "cuda", "speedup_torch": 1.5,
-           "forms": {"torch_eager": {"bytes": 15.0}, "torch_compile": {"bytes": 3.0}}}
-    assert list(fusion.latency_claims(lat).values()) == [True, False]  # a GPU needs over 2×
+    need = fusion.latency_claims["speedup"].threshold_for("gpu")  # the speedup a GPU must show
+    lat = {"device": "cuda", "N": 1, "dtype": "float32", "speedup_torch": 0.9 * need,
+           "forms": {"torch_eager": {"bytes": 60.0}, "torch_compile": {"bytes": 12.0}}}
+    assert list(fusion.latency_claims(lat).values()) == [True, False]  # bytes 15N vs 3N; too slow a speedup
+    assert list(fusion.latency_claims({**lat, "speedup_torch": 1.1 * need}).values()) == [True, True]
     assert len(fusion.latency_claims({**lat, "device": "cpu"})) == 1  # on a CPU: the bytes only
     mem = {"device": "cuda", "N": 8, "dtype": "float32",
            "forms": {"torch_eager": {"peak_bytes": 4 * 32}, "torch_compile": {"peak_bytes": 32}}}
@@ -273,9 +274,9 @@ def test_gpu_eager_six_kernels_compiled_one_triton_kernel():
 @pytest.mark.gpu
 def test_gpu_compiled_faster_and_leaner():
     d = fusion.measure_latency(budget_s=0.3)
-    assert d["speedup_torch"] > 2.0, d
+    assert all(fusion.latency_claims(d).values()), fusion.latency_claims(d)  # the declared GPU speedup
     m = fusion.measure_memory()
-    assert m["forms"]["torch_compile"]["peak_bytes"] * 3 < m["forms"]["torch_eager"]["peak_bytes"]
+    assert all(fusion.memory_claims(m).values()), fusion.memory_claims(m)  # the declared share of eager's peak
 
 
 @pytest.mark.gpu

@@ -35,15 +35,16 @@ def test_fused_and_eager_agree_within_the_stated_tolerance(workload, dtype):
     assert d["tolerance"] == tolerance(dtype)
     assert d["pairs"], "no compiled/eager pair measured"
     for pair, s in d["pairs"].items():
-        assert s["tol_used"] <= 1.0, (pair, s)
+        assert nu.numerics_claims["tolerance"].holds(s["tol_used"], "cpu"), (pair, s)
     claims = nu.numerics_claims(d)
     assert all(claims.values()), claims
 
 
 def test_float32_differences_are_tiny():
+    tiny = nu.numerics_claims["float32"]  # the slide's bound, for complex_activation; mlp_block too
     for w in ("complex_activation", "mlp_block"):
         for pair, s in nu.measure_numerics(w, "float32")["pairs"].items():
-            assert s["max_abs"] < 1e-4, (w, pair, s)
+            assert tiny.holds(s["max_abs"], "cpu"), (w, pair, s)
 
 
 def test_bf16_difference_is_visible_and_compiled_is_closer_to_float64():

@@ -174,8 +174,9 @@ def test_cold_compile_is_slower_than_warm_cache(latency, artifacts):
     data = latency
     (artifacts / "compile_latency.json").write_text(json.dumps(data, indent=1))
     t = data["backends"]["torch_compile"]
-    assert t["cold"]["first_s"] > 1.5 * t["warm"]["first_s"], (t["cold"]["first_s"], t["warm"]["first_s"])
-    assert t["cold"]["first_s"] > 10 * t["steady_s"]
+    assert rc.latency_claims["warm_cache"].holds(t["cold"]["first_s"] / t["warm"]["first_s"], data), \
+        (t["cold"]["first_s"], t["warm"]["first_s"])
+    assert rc.latency_claims["first_call"].holds(t["cold"]["first_s"] / t["steady_s"], data), t
     if "jax_jit" in data["backends"]:
         j = data["backends"]["jax_jit"]
         # the XLA compile step proper: compiling from scratch vs loading from the persistent cache
@@ -278,7 +279,7 @@ def test_compile_latency_is_a_cold_panel(latency, tmp_path, monkeypatch):
     from demos.deck import demo as demo_mod
 
     monkeypatch.setattr(demo_mod, "LAST_DIR", tmp_path)
-    assert rc.compile_latency.cold and rc.compile_latency.run_button
+    assert rc.compile_latency.instant and rc.compile_latency.run_button
     assert rc.compile_latency(show=False).initial is None  # nothing kept yet: Run measures
     demo_mod.save_last(rc.compile_latency, latency)
 
@@ -336,9 +337,15 @@ def test_figures_draw_a_recorded_run_beside(sweeps, latency):
 def test_verdict_from_this_sessions_measurements(sweeps, latency, monkeypatch):
     html = rc.verdict_text(latency, sweeps)
     assert "compile repaid after" in html and "dynamic=False: 8 compiles" in html
-    monkeypatch.setattr(rc, "_LAST", {})
-    monkeypatch.setattr(rc, "load_last", lambda demo: None)
+    monkeypatch.setattr("demos.deck.demo.load_last", lambda demo: None)
+    rc.compare_modes.forget()
     assert "Run the compile-latency" in rc.verdict_text()
+    # the judgment slide reads what the panels show: the kept result a panel opens on …
+    monkeypatch.setattr("demos.deck.demo.load_last", lambda demo: latency if demo is rc.compile_latency else None)
+    assert "compile repaid after" in rc.verdict_text() and "dynamic=False" not in rc.verdict_text()
+    # … and, once measured, the panel's latest measurement
+    monkeypatch.setattr(rc.compare_modes, "_memo", (("k",), sweeps))
+    assert "dynamic=False: 8 compiles" in rc.verdict_text()
 
 
 # ---------------------------------------------------------------------------------------
@@ -359,5 +366,5 @@ def test_gpu_recompilation_counts_and_latency():
     assert all(rc.modes_claims(d).values()), rc.modes_claims(d)
     lat = rc.measure_compile_latency("complex_activation", backends=("torch_compile",))
     t = lat["backends"]["torch_compile"]
-    assert t["cold"]["first_s"] > 1.5 * t["warm"]["first_s"]
+    assert rc.latency_claims["warm_cache"].holds(t["cold"]["first_s"] / t["warm"]["first_s"], lat), t
     assert all(rc.latency_claims(lat).values()), rc.latency_claims(lat)

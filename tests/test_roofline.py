@@ -58,11 +58,20 @@ def test_sizes_map_onto_workloads_and_refuse_nonsense():
 
 
 def test_fresh_compiled_copies_do_not_share_dynamo_caches():
+    """Part 3 compiles its own copy of each workload: compiling it adds a cache entry to the copy's
+    code object and none to the original's (which other parts compile)."""
+    import torch
+    from torch._dynamo.eval_frame import _debug_get_cache_entry_list
+
     f = rf.get_workload("chain").torch_fn
-    g = rf.fresh_copy(f, "t")
-    assert g.__code__ is not f.__code__ and g.__name__ == "chain_torch_t"
-    assert rf.compiled_fn("chain") is rf.compiled_fn("chain")
-    assert rf.compiled_fn("chain") is not rf.compiled_fn("chain", "reduce-overhead")
+    before = len(_debug_get_cache_entry_list(f.__code__))
+    compiled = rf.compiled_fn("chain")
+    assert compiled is rf.compiled_fn("chain") and compiled is not rf.compiled_fn("chain", "reduce-overhead")
+    compiled(torch.randn(1000))
+    copy = compiled._torchdynamo_orig_callable
+    assert copy.__code__ is not f.__code__ and copy.__name__ == "chain_torch_part3_default"
+    assert len(_debug_get_cache_entry_list(copy.__code__)) == 1
+    assert len(_debug_get_cache_entry_list(f.__code__)) == before
 
 
 def test_each_measurement_stores_the_peaks_it_was_drawn_against(monkeypatch):
@@ -96,8 +105,11 @@ def _interleaved(workload: str, params: dict, backends=("torch_eager", "torch_co
     return {b: statistics.median(v) for b, v in meds.items()}
 
 
-# Stated on the slide notes for a CPU: torch.compile's time on two_matmuls is within 0.5–2× of eager.
-CPU_MATMUL_BAND = (0.5, 2.0)
+def _payoff_failures(device: str, medians: dict[str, dict[str, float]]) -> list[str]:
+    """The payoff slide's claims (as declared, thresholds and all) on interleaved medians."""
+    data = {"device": device, "workloads": {w: {"rows": {b: {"median_s": t} for b, t in m.items()}}
+                                            for w, m in medians.items()}}
+    return [c for c, ok in rf.payoff.check_claims(data).items() if not ok]
 
 
 def test_compiled_chain_beats_eager_and_by_more_than_two_matmuls_gain():
@@ -107,12 +119,8 @@ def test_compiled_chain_beats_eager_and_by_more_than_two_matmuls_gain():
     chain_x = chain["torch_eager"] / chain["torch_compile"]
     mm_x = mm["torch_eager"] / mm["torch_compile"]
     msg = f"chain {chain} ({chain_x:.2f}×), two_matmuls {mm} ({mm_x:.2f}×)"
-    # (1.4× was seen once with other test processes on the 2 cores: the margin is the claim "faster")
-    assert chain_x > 1.2, msg
-    assert chain_x > 1.2 * mm_x, msg
-    if rf.device_kind() == "cpu":
-        ratio = mm["torch_compile"] / mm["torch_eager"]
-        assert CPU_MATMUL_BAND[0] <= ratio <= CPU_MATMUL_BAND[1], msg
+    assert not _payoff_failures(rf.torch_device(), {"chain": chain, "two_matmuls": mm}), msg
+    assert chain_x > mm_x, msg
 
 
 def test_fusion_moves_the_chain_point_right_and_up_on_the_roofline():
@@ -137,23 +145,18 @@ def test_reduce_overhead_has_nothing_to_remove_on_a_cpu():
         pytest.skip("the CPU form of the claim")
     data = rf.measure_overheads(sizes=[256, 1024], budget_s=0.1)
     default, ro = rf.overhead_floor(data, "default"), rf.overhead_floor(data, "reduce-overhead")
-    # same C++ either way: floors agree within a factor 2 on a noisy shared CPU
-    assert 0.5 <= ro / default <= 2.0, (default, ro)
+    # same C++ either way: the floors agree within the slide's band on a noisy shared CPU
+    assert rf.overheads_claims["same"].holds(ro / default, "cpu"), (default, ro)
 
 
 # ---------------------------------------------------------------------------------------
 # GPU forms of the claims (run with `pytest -m gpu` on a GPU machine)
 # ---------------------------------------------------------------------------------------
-GPU_MATMUL_BAND = (0.7, 1.4)  # stated on the slide notes: "compiled within ~0.7–1.4× of eager"
-
-
 @pytest.mark.gpu
 def test_gpu_two_matmuls_gain_little_and_chain_gains_at_seed_sizes():
     mm = _interleaved("two_matmuls", {"B": 256, "D": 1024, "H": 2048}, rounds=5, budget_s=0.2)
-    ratio = mm["torch_compile"] / mm["torch_eager"]
-    assert GPU_MATMUL_BAND[0] <= ratio <= GPU_MATMUL_BAND[1], mm
     chain = _interleaved("chain", {"N": 10_000_000}, rounds=5, budget_s=0.2)
-    assert chain["torch_eager"] / chain["torch_compile"] > 2.0, chain
+    assert not _payoff_failures("cuda", {"chain": chain, "two_matmuls": mm}), (chain, mm)
 
 
 @pytest.mark.gpu
@@ -161,13 +164,15 @@ def test_gpu_roofline_matmuls_near_the_compute_roof():
     peaks = pk.peaks(("float32",), refresh=True)
     data = rf.measure_roofline("two_matmuls", budget_s=0.2)
     eager = next(p for p in data["points"] if p["backend"] == "torch_eager")
-    assert eager["achieved"] >= 0.25 * peaks["compute"]["float32"]["flops_per_s"], eager
+    # the predicted slide's GEMM claim: time within its bound of the compute roof's prediction
+    assert rf.predicted_claims["gemm"].holds(peaks["compute"]["float32"]["flops_per_s"] / eager["achieved"], "gpu"), eager
 
 
 @pytest.mark.gpu
 def test_gpu_reduce_overhead_lowers_the_small_size_floor():
     data = rf.measure_overheads(sizes=[2**10, 2**12], budget_s=0.2)
-    assert rf.overhead_floor(data, "reduce-overhead") < 0.9 * rf.overhead_floor(data, "default"), data
+    ratio = rf.overhead_floor(data, "reduce-overhead") / rf.overhead_floor(data, "default")
+    assert rf.overheads_claims["floor"].holds(ratio, "gpu"), data
 
 
 # ---------------------------------------------------------------------------------------
@@ -222,7 +227,7 @@ def _small_record(tmp_path):
     rec = Record.new("cpu test record")
     rec.machine["device_name"] = "Recorded Test Machine"
     pk.clear_peaks()
-    pk._PEAKS[rf.torch_device()] = pk.measure_peaks(("float32",), budget_s=0.05)
+    pk._PEAKS[f"{rf.torch_device()}:{pk.set_threads()}"] = pk.measure_peaks(("float32",), budget_s=0.05)
     sec = rec.sections.setdefault("roofline", {})
     sec["payoff"] = rf.measure_payoff(budget_s=0.02)
     sec["roofline"] = rf.measure_roofline("chain", budget_s=0.02)
@@ -282,9 +287,9 @@ def test_payoff_claims_hold_for_the_seeds_a100_numbers_and_fail_when_matmuls_gai
     seed = {w: {"rows": _rows(r["torch_eager"], r["torch_compile"])} for w, r in rf.SEED.items()}
     gpu = rf.payoff_claims({"device": "cuda", "workloads": seed})
     assert len(gpu) == 2 and all(gpu.values()), gpu  # chain 6.7×, two_matmuls 214 vs 183 µs
-    cpu = rf.payoff_claims({"device": "cpu", "workloads": {**seed, "two_matmuls": {"rows": _rows(5e-3, 1e-3)}}})
-    assert [k for k, ok in cpu.items() if not ok] == ["two_matmuls gain little from compiling "
-                                                      "(torch.compile under 3× faster than eager)"]
+    cpu_data = {"device": "cpu", "workloads": {**seed, "two_matmuls": {"rows": _rows(5e-3, 1e-3)}}}
+    cpu = rf.payoff_claims(cpu_data)
+    assert [k for k, ok in cpu.items() if not ok] == [rf.payoff_claims["matmuls"].render(cpu_data)]  # 5× is not little
 
 
 def test_roofline_predicted_and_overheads_claims_per_device():

@@ -78,7 +78,7 @@ def check_demo(demo, out: Path) -> Row:
 
 
 def check_environment() -> list[Row]:
-    from demos.deck.present import _version, cache_status, widgets_problem
+    from demos.deck.present import cache_status, package_version as _version, widgets_problem
 
     rows = []
     problem = widgets_problem()

@@ -36,8 +36,9 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from demos.engine import plots
-from demos.engine.env import CACHE_ROOT
+from demos.engine.env import KEPT_DIR, package_digest
 from demos.engine.errors import DemoError
+from demos.engine.protocol import declared_state, forget_all
 
 Progress = Callable[[float, str], None]
 
@@ -204,17 +205,17 @@ class Demo:
     record: dict = field(default_factory=dict)
     record_quick: dict = field(default_factory=dict)
     to_record: Callable[[dict], dict] | None = None   # slims a measurement before it is stored
-    # the lesson is a cold compile: show `make warm`'s result at once, re-measure only on Run.
-    # Every Run-button demo (a sweep of seconds) does the same, so no slide waits at Shift+Enter.
+    # What the panel opens on, the one setting for it: "live" measures when the cell runs; "kept"
+    # shows at once the result `make warm` kept (stamped as such) and measures on Run or on the first
+    # control move. For Run-button sweeps of seconds, cold compiles, and panels whose first live
+    # figure would trace and load compiled code for over 3 s in a fresh kernel.
+    opens: str = "live"
+    # the lesson is a cold compile (tens of seconds by design): `ui-bench` lists it as exempt
     cold: bool = False
-    # no Run button, but the first live measurement in a fresh kernel traces and loads compiled
-    # code for more than 3 s even after `make warm`: open on `make warm`'s result too, and
-    # measure live from the first control move
-    opens_warm: bool = False
     panel_class: type | None = None                   # a ui.Panel subclass for stateful demos
     # what the slide claims of a measurement at the defaults: data -> {claim: holds?}; checked by
     # `make check` on the lecture's machine and by the shared tests on CI's CPU
-    claims: Callable[[dict], dict[str, bool]] | None = None
+    claims: Any = None                                # a demos.deck.claims.Claims (thresholds declared once)
     # what the seed material reported on its GPU, in the measurement's own format, for the
     # values given (None where it reported nothing): drawn as the reference until a recorded
     # run (`make record`) exists; ``seed_source`` says where it was reported
@@ -223,10 +224,13 @@ class Demo:
     topic: str = ""
 
     def __post_init__(self):
+        if self.opens not in ("live", "kept"):
+            raise ValueError(f"{self.name}: opens={self.opens!r}; it is 'live' or 'kept'")
         self.module = self.measure.__module__  # where it was declared
         if not self.topic:
             self.topic = self.module.rsplit(".", 1)[-1]
         self._memo: tuple[tuple, dict] | None = None
+        self.last_conditions = None   # how the latest measurement ran (threads, others' load)
         _REGISTRY[self.key] = self
 
     # -- identity ----------------------------------------------------------------------
@@ -263,17 +267,31 @@ class Demo:
             kw = dict(args)
             if "progress" in inspect.signature(self.measure).parameters:
                 kw["progress"] = progress or _noop
-            data = self.measure(**kw)
+            with declared_state() as cond:
+                data = self.measure(**kw)
             if not isinstance(data, dict):
                 raise TypeError(f"{self.key}: measure returned {type(data).__name__}, not a dict")
-            data.setdefault("stamp", plots.live_stamp(data.get("extra", "")))
+            data["conditions"] = cond.to_dict()
+            self.last_conditions = cond
+            data.setdefault("stamp", plots.live_stamp(data.get("extra", ""), cond.stamp()))
             self._memo = (key, dict(data))
         data["values"] = vals
         return data
 
+    def shown(self) -> dict | None:
+        """What this demo's panel shows now: its latest measurement in this process, else (a demo
+        that opens on a kept result) what `make warm` kept; None when neither exists."""
+        if self._memo is not None:
+            return dict(self._memo[1])
+        return load_last(self) if self.instant else None
+
     def forget(self) -> None:
-        """Drop the memoised measurement: the next run measures again."""
-        self._memo = None
+        """Back to the declared state (:func:`demos.engine.protocol.forget_all`): every demo's
+        memo and every cache a topic registered are dropped, and Dynamo's in-memory caches reset,
+        so the next run measures again. Only the persistent compile caches carry over."""
+        for d in _REGISTRY.values():
+            d._memo = None
+        forget_all()
 
     # -- recorded runs -------------------------------------------------------------------
     def reference(self, values: dict[str, Any] | None = None, record=None, seed: bool = True) -> dict | None:
@@ -325,15 +343,14 @@ class Demo:
 
     def check_claims(self, data: dict) -> dict[str, bool]:
         """The slide's claims evaluated on ``data`` (empty when the demo makes none)."""
-        if self.claims is None:
-            return {}
-        return {str(k): bool(v) for k, v in self.claims(data).items()}
+        from demos.deck.claims import evaluate
+
+        return evaluate(self.claims, data)
 
     @property
     def instant(self) -> bool:
-        """The panel opens on the result `make warm` kept (cold demos, Run-button sweeps, and
-        demos whose first live figure needs compiles: ``opens_warm``)."""
-        return self.cold or self.run_button or self.opens_warm
+        """The panel opens on the result `make warm` kept (``opens="kept"``)."""
+        return self.opens == "kept"
 
     # -- warming -------------------------------------------------------------------------
     def warm_up(self) -> None:
@@ -391,7 +408,9 @@ class Demo:
         return panel
 
     def __call__(self, show: bool = True, **overrides: Any):
-        """The live cell: ``eager.timeline()`` shows the panel; ``show=False`` returns it."""
+        """The live cell: ``eager.timeline()`` shows the panel; ``show=False`` returns it. A cell
+        run again measures again (from the declared state: :meth:`forget`)."""
+        self.forget()
         panel = self.panel(**overrides)
         return panel.show() if show else panel
 
@@ -421,7 +440,7 @@ def _jsonable(o: Any) -> Any:
 # =======================================================================================
 # The last result of an instant demo (cold, or a Run-button sweep), kept by `make warm`
 # =======================================================================================
-LAST_DIR = CACHE_ROOT / "last"
+LAST_DIR = KEPT_DIR
 
 
 def _last_path(demo: Demo) -> Path:
@@ -431,13 +450,11 @@ def _last_path(demo: Demo) -> Path:
 
 
 def _source_hash(demo: Demo) -> str:
-    """What a kept result depends on: the source of the module that declared the demo."""
-    import hashlib
+    """What a kept result depends on: the whole ``demos`` package, the torch and JAX versions and
+    the device (a fix anywhere in the engine, or an upgrade, measures again)."""
+    from demos.engine.devices import torch_device
 
-    try:
-        return hashlib.sha256(Path(inspect.getsourcefile(sys.modules[demo.module])).read_bytes()).hexdigest()[:16]
-    except (KeyError, TypeError, OSError):
-        return ""
+    return package_digest(with_versions=True, extra=torch_device())
 
 
 def save_last(demo: Demo, data: dict) -> Path | None:

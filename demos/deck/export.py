@@ -32,7 +32,7 @@ import time
 from pathlib import Path
 
 from demos.deck.demo import LAST_DIR
-from demos.engine.env import PROJECT_ROOT
+from demos.engine.env import PROJECT_ROOT, package_digest
 from demos.engine.errors import DemoError
 
 BUILD = Path(os.environ.get("DEMOS_BUILD_DIR") or PROJECT_ROOT / "build")
@@ -149,7 +149,8 @@ def _digest(nb_path: Path, results: Path | None) -> str:
     """What an executed part depends on: the notebook, every module of the package, the results
     `make warm` kept for the panels that open on them, and the recorded run drawn."""
     h = hashlib.sha256(nb_path.read_bytes())
-    for p in sorted((PROJECT_ROOT / "demos").rglob("*.py")) + sorted(LAST_DIR.glob("*.json")):
+    h.update(package_digest(with_versions=True).encode())
+    for p in sorted(LAST_DIR.glob("*.json")):
         h.update(p.name.encode())
         h.update(p.read_bytes())
     if results:

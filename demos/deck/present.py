@@ -17,7 +17,6 @@ down, port released). Slides saved while presenting are stored clean (nbtools.pr
 from __future__ import annotations
 
 import argparse
-import hashlib
 import ipaddress
 import json
 import os
@@ -33,14 +32,12 @@ import webbrowser
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from demos.engine.env import CACHE_ROOT, PROJECT_ROOT, cache_problem
+from demos.engine.env import CACHE_ROOT, PROJECT_ROOT, VERSIONED, cache_problem, package_digest, package_version
 from demos.engine.errors import DemoError
 
 LOOPBACK_NAMES = ("localhost",)
 WARM_MARKER = CACHE_ROOT / "warm.json"
 KERNEL_STARTUP = PROJECT_ROOT / "demos" / "topics" / "_kernel_startup.py"
-# Packages whose version changes invalidate compiled artefacts.
-_VERSIONED = ("torch", "jax", "jaxlib")
 # demos/ code that compiles nothing: editing it leaves the caches warm.
 _NOT_COMPILED = ("deck/", "cli.py", "__main__.py")
 
@@ -176,7 +173,7 @@ RENDERING_WIDGETS = (("7.8.", "1.1."), ("8.1.2", "3.0.10"))
 
 def widgets_problem() -> str | None:
     """One line when the installed widget packages will not render in RISE (None: fine)."""
-    ipw, jlw = _version("ipywidgets"), _version("jupyterlab_widgets")
+    ipw, jlw = package_version("ipywidgets"), package_version("jupyterlab_widgets")
     if ipw is None:
         return "ipywidgets is not installed: live cells show no controls"
     for want_ipw, want_jlw in RENDERING_WIDGETS:
@@ -189,26 +186,10 @@ def widgets_problem() -> str | None:
 
 
 # -- caches -----------------------------------------------------------------------------
-def _version(pkg: str) -> str | None:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version(pkg)
-    except PackageNotFoundError:
-        return None
-
-
 def fingerprint(root: Path = PROJECT_ROOT) -> dict:
     """What a warm cache depends on: framework versions and the demos' source code."""
-    h = hashlib.sha256()
-    for p in sorted((root / "demos").rglob("*.py")):
-        rel = p.relative_to(root / "demos").as_posix()
-        if rel.startswith(_NOT_COMPILED):
-            continue
-        h.update(rel.encode())
-        h.update(p.read_bytes())
-    return {"versions": {k: _version(k) for k in _VERSIONED}, "python": sys.version.split()[0],
-            "demos_sha256": h.hexdigest()[:16]}
+    return {"versions": {k: package_version(k) for k in VERSIONED}, "python": sys.version.split()[0],
+            "demos_sha256": package_digest(skip=_NOT_COMPILED, root=root)}
 
 
 def mark_warm(marker: Path = WARM_MARKER, root: Path = PROJECT_ROOT) -> Path:

@@ -126,6 +126,7 @@ class Panel:
         """Run the render function with the current values. Returns (figure, html)."""
         values = self.values()
         self.last_values = values
+        self.demo.last_conditions = None
         t0 = time.perf_counter()
         try:
             result = None
@@ -178,10 +179,18 @@ class Panel:
                 display(_png_display(png))
             self.table.value = table
         self.progress_bar.layout.visibility = "hidden"
+        self.status.value = self.status_line()
+
+    def status_line(self) -> str:
+        """The status after a redraw: the error, or how long it took — and, when other processes
+        took the cores while it measured, one line saying the timings may be inflated."""
         if self.last_error:
-            self.status.value = f"<span class='jitdeck-error' style='color:#b00020'>⚠ {html.escape(self.last_error)}</span>"
-        else:
-            self.status.value = f"<span class='jitdeck-ok' style='color:#555'>done in {self.last_seconds:.2f} s</span>"
+            return f"<span class='jitdeck-error' style='color:#b00020'>⚠ {html.escape(self.last_error)}</span>"
+        cond = self.demo.last_conditions  # None when nothing was measured (a view-only move)
+        if cond is not None and not cond.reliable:
+            return f"<span class='jitdeck-busy-cores' style='color:#a15c00'>⚠ {html.escape(cond.warning())}</span>"
+        where = f" · {cond.threads} of {cond.cores} threads ({cond.policy})" if cond is not None and cond.policy != "all cores free" else ""
+        return f"<span class='jitdeck-ok' style='color:#555'>done in {self.last_seconds:.2f} s{html.escape(where)}</span>"
 
     def render_static(self) -> None:
         """Headless: the default figure as a plain PNG output (exports carry real plots)."""

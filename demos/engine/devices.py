@@ -12,6 +12,7 @@ from typing import Any
 
 import demos  # noqa: F401  (its __init__ sets the environment before frameworks load)
 from demos.engine.errors import DemoError
+from demos.engine.env import package_version
 
 DTYPES = ("float32", "bfloat16", "float16")
 
@@ -116,9 +117,13 @@ def device_name() -> str:
 
 
 def set_threads(n: int | None = None) -> int:
-    """Fix torch's intra-op threads (Inductor's C++ reads the same number at codegen)."""
+    """Set torch's intra-op threads: ``n``, else ``DEMOS_THREADS``, else what the measurement's
+    thread policy chose (:func:`demos.engine.protocol.choose_threads`; all cores before any).
+    Inductor's C++ follows the same number at run time."""
+    from demos.engine.protocol import policy_threads
+
     torch = torch_or_none()
-    n = n or int(os.environ.get("DEMOS_THREADS", 0)) or (os.cpu_count() or 1)
+    n = n or policy_threads()
     if torch is not None and torch.get_num_threads() != n:
         torch.set_num_threads(n)
     return n
@@ -241,15 +246,6 @@ def gpu_info() -> dict[str, Any]:
     return info
 
 
-def _version(mod_name: str) -> str | None:
-    try:
-        from importlib.metadata import version
-
-        return version(mod_name)
-    except Exception:
-        return None
-
-
 def machine_info() -> dict[str, Any]:
     """Everything a figure's label or a results record needs to say where it ran."""
     torch = torch_or_none()
@@ -264,10 +260,10 @@ def machine_info() -> dict[str, Any]:
         "platform": platform.platform(terse=True),
         "torch": torch.__version__ if torch is not None else None,
         "jax": jax.__version__ if jax is not None else None,
-        "jaxlib": _version("jaxlib"),
+        "jaxlib": package_version("jaxlib"),
         "jax_backend": jax_backend(),
         "jax_devices": [str(d) for d in jax.devices()] if jax is not None else [],
-        "triton": _version("triton"),
+        "triton": package_version("triton"),
     }
     info.update(gpu_info())
     return info

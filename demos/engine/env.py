@@ -6,6 +6,50 @@ from pathlib import Path
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 CACHE_ROOT = Path(os.environ.get("DEMOS_CACHE_DIR", PROJECT_ROOT / ".cache"))
+# Results `make warm` keeps for the panels that open on them (DEMOS_KEPT_DIR moves them alone:
+# the tests keep theirs in a temporary folder, never the developer's).
+KEPT_DIR = Path(os.environ.get("DEMOS_KEPT_DIR", CACHE_ROOT / "last"))
+# Packages whose version changes what the deck measures or compiles.
+VERSIONED = ("torch", "jax", "jaxlib")
+
+
+def package_version(name: str) -> str | None:
+    from importlib import metadata
+
+    try:
+        return metadata.version(name)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+_DIGESTS: dict[tuple, str] = {}
+
+
+def package_digest(skip: tuple[str, ...] = (), with_versions: bool = False, extra: str = "",
+                   root: Path = PROJECT_ROOT) -> str:
+    """A hash of every module of the ``demos`` package under ``root`` (paths under ``demos/``
+    starting with one of ``skip`` left out), optionally with the torch/JAX versions and ``extra``
+    (a device): what a kept result, a warm cache or an executed export depends on. Computed once
+    per process for this checkout (its modules are loaded once)."""
+    key = (skip, with_versions, extra)
+    if root != PROJECT_ROOT or key not in _DIGESTS:
+        import hashlib
+
+        h = hashlib.sha256()
+        pkg = root / "demos"
+        for p in sorted(pkg.rglob("*.py")):
+            rel = p.relative_to(pkg).as_posix()
+            if skip and rel.startswith(skip):
+                continue
+            h.update(rel.encode())
+            h.update(p.read_bytes())
+        if with_versions:
+            h.update(repr([(k, package_version(k)) for k in VERSIONED]).encode())
+        h.update(extra.encode())
+        if root != PROJECT_ROOT:
+            return h.hexdigest()[:16]
+        _DIGESTS[key] = h.hexdigest()[:16]
+    return _DIGESTS[key]
 
 
 def _writable(path: Path) -> bool:
@@ -35,6 +79,13 @@ def configure_environment() -> None:
     os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
     # Keep JAX on the CPU quietly when no accelerator plugin exists.
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    # Inductor's C++ reads torch's thread count at run time, not at codegen: the deck picks its
+    # threads per measurement from the load (demos.engine.protocol), and compiled code must follow.
+    os.environ.setdefault("TORCHINDUCTOR_CPP_DYNAMIC_THREADS", "1")
+    # A training loop's steady state: freed buffers stay in the heap (demos.engine.protocol).
+    from demos.engine.protocol import steady_allocator
+
+    steady_allocator()
     # Persistent compile caches inside the project, so `make warm` warms what the deck uses.
     if _writable(CACHE_ROOT):
         os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", str(CACHE_ROOT / "inductor"))

@@ -24,7 +24,6 @@ from __future__ import annotations
 import contextlib
 import math
 import statistics
-import types
 from collections import Counter
 from dataclasses import dataclass
 from typing import Any, Callable
@@ -32,6 +31,7 @@ from typing import Any, Callable
 from demos.engine.devices import check_dtype, free_memory_bytes, require_jax, require_torch, torch_device
 from demos.engine.errors import DemoError
 from demos.engine.timing import measure, quantile
+from demos.engine.protocol import fresh_function, kept
 
 LR, BETAS, EPS, WEIGHT_DECAY = 1e-3, (0.9, 0.999), 1e-8, 0.01
 LN_EPS = 1e-5
@@ -157,13 +157,6 @@ def _torch_classes():
 
 
 _CLASSES: tuple | None = None
-
-
-def fresh_function(fn: Callable) -> Callable:
-    """The same function with a code object of its own (Dynamo caches per code object)."""
-    g = types.FunctionType(fn.__code__.replace(), fn.__globals__, fn.__name__, fn.__defaults__, fn.__closure__)
-    g.__qualname__ = fn.__qualname__
-    return g
 
 
 def torch_model(cfg: Config, device: str | None = None, seed: int = 0):
@@ -394,7 +387,7 @@ def jax_train_step(params, state, x, target, heads: int, remat: bool = False):
     return jax.tree_util.tree_map(update, params, m, v), {"m": m, "v": v, "t": t}, loss
 
 
-_JIT: dict[str, Any] = {}
+_JIT: dict[str, Any] = kept("engine.model_zoo._JIT", {})
 
 
 def jitted(name: str):

@@ -19,6 +19,7 @@ from demos.engine.devices import device_kind, device_name, dtype_supported, jax_
 from demos.engine.errors import DemoError
 from demos.engine.timing import measure, sync_jax, sync_torch
 from demos.engine.workloads import get as get_workload
+from demos.engine.protocol import kept
 
 Progress = Callable[[float, str], None]
 FUSED = frozenset({"torch_compile", "jax_jit"})
@@ -79,8 +80,8 @@ def cost(workload: str, params: dict, dtype: str, backend: str) -> dict[str, flo
 # =======================================================================================
 # Measuring the peaks
 # =======================================================================================
-_BANDWIDTH: dict[tuple[str, int | None], dict[str, Any]] = {}  # (device, threads) -> measure_bandwidth()
-_PEAKS: dict[str, dict[str, Any]] = {}                         # device -> bandwidth + GEMM peak per dtype
+_BANDWIDTH: dict[tuple[str, int | None], dict[str, Any]] = kept("engine.peaks._BANDWIDTH", {})  # (device, threads) -> measure_bandwidth()
+_PEAKS: dict[str, dict[str, Any]] = kept("engine.peaks._PEAKS", {})                         # device -> bandwidth + GEMM peak per dtype
 
 
 def _noop(_fraction: float, _message: str = "") -> None:
@@ -200,8 +201,7 @@ def measure_peaks(dtypes: tuple[str, ...] | list[str] = ("float32",), budget_s: 
 
 def bandwidth(threads: int | None = None, refresh: bool = False) -> dict[str, Any]:
     """Copy bandwidth of this device with ``threads`` torch threads, measured once per process."""
-    if threads == set_threads():
-        threads = None  # the deck's own setting: the roofline's measurement
+    threads = threads or set_threads()  # None: the thread policy in force (the roofline's measurement)
     key = (torch_device(), threads)
     if refresh or key not in _BANDWIDTH:
         _BANDWIDTH[key] = measure_bandwidth(threads=threads)
@@ -213,15 +213,16 @@ def peaks(dtypes: tuple[str, ...] | list[str] = ("float32",), refresh: bool = Fa
     """This device's roofs, each measured once per process: :func:`bandwidth` and a GEMM peak
     per dtype (shared by every demo that draws them)."""
     progress = progress or _noop
-    dev = torch_device()
+    dev, threads = torch_device(), set_threads()
+    key = f"{dev}:{threads}"   # the roofs of the thread policy in force
     if refresh:
-        _PEAKS.pop(dev, None)
-        _BANDWIDTH.pop((dev, None), None)
-    if dev not in _PEAKS:
-        if (dev, None) not in _BANDWIDTH:
+        _PEAKS.pop(key, None)
+        _BANDWIDTH.pop((dev, threads), None)
+    if key not in _PEAKS:
+        if (dev, threads) not in _BANDWIDTH:
             progress(0.05, "measuring copy bandwidth…")
-        _PEAKS[dev] = _entry(bandwidth())
-    return _add_gemms(_PEAKS[dev], dtypes, 0.3, progress)
+        _PEAKS[key] = _entry(bandwidth(threads))
+    return _add_gemms(_PEAKS[key], dtypes, 0.3, progress)
 
 
 def clear_peaks() -> None:

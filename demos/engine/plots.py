@@ -120,7 +120,9 @@ def stamp_figure(fig: Figure, data: dict[str, Any], reference: dict[str, Any] | 
 def machine_stamp(machine: dict[str, Any], extra: str = "", date: str = "") -> str:
     vers = ", ".join(f"{k} {machine[k]}" for k in ("torch", "jax") if machine.get(k))
     parts = [machine.get("device_name", "?")]
-    if machine.get("torch_threads") and machine.get("device") == "cpu":
+    if machine.get("device") == "cpu" and machine.get("threads_policy"):
+        parts.append(machine["threads_policy"])
+    elif machine.get("torch_threads") and machine.get("device") == "cpu":
         parts.append(f"{machine['torch_threads']} torch threads")
     if extra:
         parts.append(extra)
@@ -130,11 +132,16 @@ def machine_stamp(machine: dict[str, Any], extra: str = "", date: str = "") -> s
     return " · ".join(p for p in parts if p)
 
 
-def live_stamp(extra: str = "") -> str:
+def live_stamp(extra: str = "", threads: str = "") -> str:
+    """Where a live measurement ran; ``threads`` is the thread policy it ran under (a CPU's
+    ``Conditions.stamp()``, e.g. "1 of 2 threads (1 of 2 cores busy elsewhere)")."""
     from demos.engine.devices import machine_info
     from demos.engine.results import now_iso
 
-    return machine_stamp(_cached_machine(machine_info), extra, now_iso())
+    machine = dict(_cached_machine(machine_info))
+    if threads:
+        machine["threads_policy"] = threads
+    return machine_stamp(machine, extra, now_iso())
 
 
 _MACHINE: dict[str, Any] = {}

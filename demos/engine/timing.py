@@ -159,6 +159,52 @@ def measure(
     )
 
 
+def measure_interleaved(
+    fns: dict[str, tuple[Callable[[], Any], Callable[[Any], None]]],
+    *,
+    warmup: int = 1,
+    budget_s: float = 0.25,
+    min_samples: int = 5,
+    max_samples: int = 200,
+    min_sample_s: float = 2e-4,
+) -> dict[str, Timing]:
+    """Steady-state time per call of several forms of one computation, sampled in turn.
+
+    ``fns`` maps a name to ``(fn, sync)`` as in :func:`measure`. Each round takes one sample of
+    every form, in an order rotated each round, so a slow spell of the machine (another process
+    taking a core) lands on every form alike instead of on whichever ran during it; medians and
+    p10/p90 then compare like with like. ``budget_s`` is for all forms together."""
+    inner: dict[str, int] = {}
+    one: dict[str, float] = {}
+    for name, (fn, sync) in fns.items():
+        out = None
+        for _ in range(max(warmup, 0)):
+            out = fn()
+            sync(out)
+        del out
+        t0 = _clock()
+        sync(fn())
+        one[name] = max(_clock() - t0, 1e-9)
+        inner[name] = max(1, min(10_000, int(min_sample_s / one[name])))
+    per_round = sum(one[k] * inner[k] for k in fns) or 1e-9
+    rounds = max(min_samples, min(max_samples, int(budget_s / per_round)))
+    names = list(fns)
+    samples: dict[str, list[float]] = {k: [] for k in names}
+    for r in range(rounds):
+        k0 = r % len(names)
+        for name in names[k0:] + names[:k0]:
+            fn, sync = fns[name]
+            n = inner[name]
+            t0 = _clock()
+            out = None
+            for _ in range(n):
+                out = fn()
+            sync(out)
+            samples[name].append((_clock() - t0) / n)
+    return {k: Timing(median=statistics.median(v), p10=quantile(v, 0.1), p90=quantile(v, 0.9), n=len(v),
+                      inner=inner[k], samples=v) for k, v in samples.items()}
+
+
 def measure_cuda_events(fn: Callable[[], Any], *, warmup: int = 3, reps: int = 50) -> Timing:
     """Device time per call from CUDA events (GPU only): excludes host dispatch gaps."""
     torch = torch_or_none()

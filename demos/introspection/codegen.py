@@ -41,6 +41,7 @@ from typing import Any, Callable, Iterable
 
 from demos.engine.devices import require_jax, require_torch
 from demos.engine.errors import DemoError
+from demos.engine.protocol import fresh_function, kept
 
 __all__ = [
     "InductorCode",
@@ -218,17 +219,7 @@ def parse_inductor(source: str | Iterable[str], device: str = "cpu") -> Inductor
                         fallback_calls=fallback, buffers=buffers, reused=reused, graphs=len(modules), device=device)
 
 
-def fresh_copy(fn: Callable) -> Callable:
-    """The same function with a distinct code object: Dynamo's and jit's caches start empty for
-    it, so it compiles afresh without ``torch._dynamo.reset()`` (other compiled wrappers stay)."""
-    code = fn.__code__.replace()
-    g = types.FunctionType(code, fn.__globals__, fn.__name__, fn.__defaults__, fn.__closure__)
-    g.__kwdefaults__ = getattr(fn, "__kwdefaults__", None)
-    g.__qualname__ = fn.__qualname__
-    return g
-
-
-_fresh_copy = fresh_copy  # the former private name (demos/topics/fusion.py still calls it)
+fresh_copy = fresh_function  # the engine's one helper (demos.engine.protocol), under this module's old name
 
 
 def inductor_code(fn: Callable, *args: Any, mode: str | None = None, dynamic: bool | None = None,
@@ -483,7 +474,7 @@ def xla_code(fn: Callable, *args: Any, static_argnums: tuple[int, ...] = ()) -> 
 # ---------------------------------------------------------------------------------------
 # Seed workloads, cached
 # ---------------------------------------------------------------------------------------
-_CACHE: dict[tuple, Any] = {}
+_CACHE: dict[tuple, Any] = kept("introspection.codegen._CACHE", {})
 
 
 def clear_cache() -> None:

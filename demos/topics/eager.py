@@ -20,9 +20,11 @@ import statistics
 import time
 from typing import Any, Callable
 
+from demos.deck.claims import Claim, Claims
 from demos.deck.demo import Choice, Demo, Pow2, Pow2Range, Progress
 from demos.engine import plots
 from demos.engine.devices import check_dtype, require_torch, set_threads, torch_device
+from demos.engine.protocol import cores, kept
 from demos.engine.errors import DemoError
 from demos.engine.peaks import bandwidth, torch_threads
 from demos.engine.timing import Timing, fmt_seconds, measure, quantile, sync_for
@@ -108,8 +110,10 @@ timeline = Demo(
     controls=lambda kind: [Pow2("N", TIMELINE_N[kind], lo=TIMELINE_EXP[kind][0], hi=TIMELINE_EXP[kind][1]), Choice("dtype", "float32", options=DTYPES)],
     measure=measure_timeline, figure=figure_timeline, match=("dtype",),
     record_quick={"N": 2**16},
-    claims=lambda d: {"eager issues 6 separate aten ops": d["counts"]["ops"] == 6,
-                      "each op runs as its own kernel (6)": d["counts"]["kernels"] >= 6},
+    claims=Claims(
+        Claim("eager issues {threshold} separate aten ops", lambda d: d["counts"]["ops"], "==", 6, key="ops"),
+        Claim("each op runs as its own kernel ({threshold})", lambda d: d["counts"]["kernels"], ">=", 6,
+              key="kernels")),
 )
 
 
@@ -263,18 +267,20 @@ sync_trap = Demo(
     measure=measure_sync_trap, figure=figure_sync_trap, match=("workload", "dtype"),
     seed=_seed_trap, seed_source="the seed lecture notebook ('PyTorch and JAX') on an A100-class GPU",
     warm=[{"workload": w, "dtype": d} for w in TRAP_WORKLOADS for d in DTYPES],
-    claims=lambda d: {f"{b}: the synchronised clock is never shorter than the unsynchronised one":
-                      r["synced"]["median"] >= r["returned"]["median"]
-                      for b, r in d["rows"].items() if "error" not in r},
+    # one sentence per backend measured (two measured clocks compared: no threshold)
+    claims=Claims(*(Claim(f"{b}: the synchronised clock is never shorter than the unsynchronised one",
+                          lambda d, b=b: d["rows"][b]["synced"]["median"] >= d["rows"][b]["returned"]["median"],
+                          applies=lambda d, b=b: b in d["rows"] and "error" not in d["rows"][b], key=b)
+                    for b in ("torch_eager", "torch_compile", "jax_eager", "jax_jit"))),
 )
 
 
 # =======================================================================================
 # 3. Regimes: overhead floor → bandwidth
 # =======================================================================================
-_CONSTANTS: dict[tuple, dict] = {}
-_POINTS: dict[tuple, dict] = {}
-_TENSORS: dict[tuple, Any] = {}
+_CONSTANTS: dict[tuple, dict] = kept("topics.eager._CONSTANTS", {})
+_POINTS: dict[tuple, dict] = kept("topics.eager._POINTS", {})
+_TENSORS: dict[tuple, Any] = kept("topics.eager._TENSORS", {})
 
 
 def _op_fn(op: str) -> Callable:
@@ -506,29 +512,36 @@ def _regimes_controls(kind: str) -> list:
     if kind == "cpu":
         # one intra-op thread by default: the sweep is about dispatch vs memory traffic, and on a
         # busy machine waking a second thread per op can cost milliseconds (try "all")
-        n = set_threads()
+        n = cores()
         controls.append(Choice("threads", 1, label="torch threads", options=[("1", 1), (f"all ({n})", n)]))
     return controls
 
 
-def regimes_claims(d: dict) -> dict[str, bool]:
-    """Flat at small N, then growing with N (on a GPU ∝ N: the band of the GPU test)."""
+def _p10_ratio(d: dict, big: int | None, small: int) -> float | None:
+    """Best-decile time at N=``big`` (None: the top of the sweep; a negative ``small``: the top ÷
+    -small) ÷ the time at N=``small``, for the swept op; None where a size was not swept."""
     # best deciles: a 1-thread op on a loaded 2-core machine runs at one of two speeds, 2× apart
-    op, t, hi = d["op"], {n: p["p10"] for n, p in zip(d["Ns"], d["series"][d["op"]])}, d["Ns"][-1]
-    out = {f"{op} is flat at small N: 2^8 elements cost under 2× what 2^4 cost":
-           2**8 in t and 2**4 in t and t[2**8] < 2 * t[2**4]}
-    if _kind(d["device"]) == "gpu":
-        out[f"{op} ∝ N at the top: 4× the elements cost 2.5–6× the time"] = \
-            hi // 4 in t and 2.5 <= t[hi] / t[hi // 4] <= 6.0
-    else:
-        out[f"{op} is no longer flat at the top: 16× the elements cost over 4× the time"] = \
-            hi // 16 in t and t[hi] > 4 * t[hi // 16]
-    return out
+    t = {n: p["p10"] for n, p in zip(d["Ns"], d["series"][d["op"]])}
+    hi = d["Ns"][-1]
+    big = hi if big is None else big
+    small = hi // -small if small < 0 else small
+    return t[big] / t[small] if big in t and small in t else None
+
+
+# Flat at small N, then growing with N (on a GPU ∝ N: the band of the GPU test)
+regimes_claims = Claims(
+    Claim("{d[op]} is flat at small N: 2^8 elements cost under {threshold:g}× what 2^4 cost",
+          lambda d: _p10_ratio(d, 2**8, 2**4), "<", 2.0, key="flat"),
+    Claim("{d[op]} ∝ N at the top: 4× the elements cost {lo:g}–{hi:g}× the time",
+          lambda d: _p10_ratio(d, None, -4), "within", {"gpu": (2.5, 6.0)}, key="linear"),
+    Claim("{d[op]} is no longer flat at the top: 16× the elements cost over {threshold:g}× the time",
+          lambda d: _p10_ratio(d, None, -16), ">", {"cpu": 4.0}, key="rising"),
+)
 
 
 regimes = Demo(
     "regimes", "Regimes",
-    controls=_regimes_controls, measure=measure_regimes, figure=figure_regimes, run_button=True,
+    controls=_regimes_controls, measure=measure_regimes, figure=figure_regimes, run_button=True, opens="kept",
     match=("dtype",), record_quick={"N_range": (2**SWEEP_QUICK[0], 2**SWEEP_QUICK[1])},
     # the profiler's first start and the regimes panel's machine constants
     warm=[{"N_range": (2**SWEEP_QUICK[0], 2**SWEEP_QUICK[1])}], claims=regimes_claims,

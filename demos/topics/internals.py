@@ -35,6 +35,7 @@ import textwrap
 import time
 from typing import Any, Callable
 
+from demos.deck.claims import Claim, Claims
 from demos.deck.demo import Choice, Demo, Pow2, Progress
 from demos.engine import plots
 from demos.engine.devices import device_kind, require_jax, require_torch, set_threads, torch_device
@@ -42,6 +43,7 @@ from demos.engine.errors import DemoError, one_line, unknown_name
 from demos.engine.timing import first_call, fmt_seconds, measure, sync_for
 from demos.engine.workloads import compiled_torch, jitted, tolerance
 from demos.introspection import codegen, dynamo
+from demos.engine.protocol import kept
 
 PART = 4
 
@@ -177,7 +179,7 @@ def _numpy(out):
 # =======================================================================================
 # 1. The pipeline: both compilers, stage by stage
 # =======================================================================================
-_PIPE_CACHE: dict[tuple, dict[str, Any]] = {}
+_PIPE_CACHE: dict[tuple, dict[str, Any]] = kept("topics.internals._PIPE_CACHE", {})
 MAX_LINES = 400  # kept per stage in a measurement (figures show the first ~24; a record keeps 60)
 
 
@@ -282,22 +284,41 @@ def figure_pipeline(data: dict[str, Any], reference: dict[str, Any] | None = Non
     return fig
 
 
-def pipeline_claims(d: dict[str, Any]) -> dict[str, bool]:
-    """The pipeline slides: 1 graph; complex_activation is 1 kernel named after what it fused
-    and 1 HLO fusion; mlp_block's matmuls stay library calls."""
-    t, j = d.get("torch", {}), d.get("jax", {})
-    tc, jc = t.get("counts", {}), j.get("counts", {})
-    out = {f"{d['workload']}: torch.compile captures the whole function as 1 graph": tc.get("graphs") == 1}
-    if d["workload"] == "complex_activation":
-        lang = "C++/OpenMP" if d["device"] == "cpu" else "Triton"
-        out[f"Inductor generates 1 {lang} kernel, named after the ops it fused (sin, cos, mul, add, relu)"] = (
-            tc.get("kernels") == 1 and t.get("kernel_lang") == lang
-            and {"sin", "cos", "mul", "add", "relu"} <= set(t["kernels"][0].split("_")))
-        out["XLA's optimized HLO holds 1 fusion"] = jc.get("HLO fusions") == 1
-    elif d["workload"] == "mlp_block":
-        out["mlp_block: the 2 matmuls stay library calls, the elementwise rest is fused around them"] = (
-            tc.get("library calls") == 2 and 1 <= tc.get("kernels", 0) <= 4 and jc.get("HLO fusions", 0) >= 2)
-    return out
+def _torch_counts(d: dict[str, Any]) -> dict[str, Any]:
+    return d.get("torch", {}).get("counts", {})
+
+
+def _hlo_fusions(d: dict[str, Any]) -> int | None:
+    return d.get("jax", {}).get("counts", {}).get("HLO fusions")
+
+
+def _fused_kernels(d: dict[str, Any]) -> int | None:
+    """Inductor's kernels, counted only when they are in the device's language and the first is
+    named after the five ops it fused."""
+    t = d.get("torch", {})
+    lang = "C++/OpenMP" if d["device"] == "cpu" else "Triton"
+    named = {"sin", "cos", "mul", "add", "relu"} <= set(t["kernels"][0].split("_"))
+    return _torch_counts(d).get("kernels") if t.get("kernel_lang") == lang and named else None
+
+
+def _is(workload: str) -> Callable[[dict], bool]:
+    return lambda d: d["workload"] == workload
+
+
+# The pipeline slides: 1 graph; complex_activation is 1 kernel named after what it fused and 1 HLO
+# fusion; mlp_block's matmuls stay library calls, the rest fused into a few kernels around them
+pipeline_claims = Claims(
+    Claim("{d[workload]}: torch.compile captures the whole function as {threshold} graph",
+          lambda d: _torch_counts(d).get("graphs"), "==", 1, key="graphs"),
+    Claim({"cpu": "Inductor generates {threshold} C++/OpenMP kernel, named after the ops it fused (sin, cos, mul, add, relu)",
+           "gpu": "Inductor generates {threshold} Triton kernel, named after the ops it fused (sin, cos, mul, add, relu)"},
+          _fused_kernels, "==", 1, applies=_is("complex_activation"), key="kernel"),
+    Claim("XLA's optimized HLO holds {threshold} fusion", _hlo_fusions, "==", 1, applies=_is("complex_activation"),
+          key="fusion"),
+    Claim("mlp_block: the {0} matmuls stay library calls, the elementwise rest is fused around them",
+          lambda d: (_torch_counts(d).get("library calls"), _torch_counts(d).get("kernels"), _hlo_fusions(d)),
+          ("==", "within", ">="), (2, (1, 4), 2), applies=_is("mlp_block"), key="library"),
+)
 
 
 pipeline = Demo(
@@ -403,21 +424,26 @@ CHANGE_WORDS = dict(zip(CHANGES[1:], ("dtype mismatch", "dtype mismatch", "size 
                                        "stride mismatch")))  # in the failed guard each change trips
 
 
-def guards_claims(d: dict[str, Any]) -> dict[str, bool]:
-    """The guards slide: what guards name, the cache hit, the guard a change trips."""
-    calls, dev = d["calls"], "cpu" if d["device"] == "cpu" else "cuda"
-    out = {"the guards name each input's dtype, device and shape": all(
-               any(g.startswith(f"{v}: {d['dtype']} on {dev}") and f"shape [{d['N']}]" in g for g in d["guards_plain"])
-               for v in ("x", "y")),
-           "call 1 captures; call 2, same kind of inputs, is a cache hit":
-               [c["compiled"] for c in calls[:2]] == [True, False]}  # its time is shown, not claimed: noisy
-    words = CHANGE_WORDS.get(d["change"])
-    if words:
-        out[f"{d['change']}: recompiles, and the failed guard says '{words}'"] = (
-            d["recompiled"] and d["compiles"] == 2 and words in d["failed_guard"])
-    else:
-        out["fresh tensors with the same properties do not recompile"] = not d["recompiled"] and d["compiles"] == 1
-    return out
+def _guards_name_inputs(d: dict[str, Any]) -> bool:
+    dev = "cpu" if d["device"] == "cpu" else "cuda"
+    return all(any(g.startswith(f"{v}: {d['dtype']} on {dev}") and f"shape [{d['N']}]" in g for g in d["guards_plain"])
+               for v in ("x", "y"))
+
+
+# The guards slide: what guards name, the cache hit (its time is shown, not claimed: noisy), the
+# guard a change trips
+guards_claims = Claims(
+    Claim("the guards name each input's dtype, device and shape", _guards_name_inputs, key="named"),
+    Claim("call 1 captures; call 2, same kind of inputs, is a cache hit",
+          lambda d: [c["compiled"] for c in d["calls"][:2]] == [True, False], key="hit"),
+    # "recompiles": the second compile of the same function
+    Claim(lambda d: f"{d['change']}: recompiles, and the failed guard says '{CHANGE_WORDS[d['change']]}'",
+          lambda d: d["compiles"] if d["recompiled"] and CHANGE_WORDS[d["change"]] in d["failed_guard"] else None,
+          "==", 2, applies=lambda d: d["change"] in CHANGE_WORDS, key="recompiles"),
+    Claim("fresh tensors with the same properties do not recompile ({threshold} compile)",
+          lambda d: None if d["recompiled"] else d["compiles"], "==", 1,
+          applies=lambda d: d["change"] not in CHANGE_WORDS, key="no_recompile"),
+)
 
 
 guards = Demo(
@@ -431,7 +457,7 @@ guards = Demo(
 # 3. Graph breaks: Dynamo's explanation next to jax.jit's answer
 # =======================================================================================
 BREAK_N = {"cpu": 2**12, "gpu": 2**16}
-_BREAK_CACHE: dict[tuple, dict[str, Any]] = {}
+_BREAK_CACHE: dict[tuple, dict[str, Any]] = kept("topics.internals._BREAK_CACHE", {})
 
 
 def source_lines(fn: Callable) -> list[str]:
@@ -529,24 +555,41 @@ def figure_breaks(data: dict[str, Any], reference: dict[str, Any] | None = None)
     return fig
 
 
-def breaks_claims(d: dict[str, Any]) -> dict[str, bool]:
-    """The graph-break slides, for the example shown (the branch, the print, or a fix)."""
-    t, j, v = d["torch"], d["jax"], d["variant"]
-    source = t["reasons"][0]["source"] if t["reasons"] else ""
-    out = {f"{v}: torch.compile's output matches eager": d["torch_matches"]}
-    if v == "branch":
-        out["branch on a tensor value: torch.compile makes 2 graphs and 1 break, at the `if`"] = (
-            (t["graphs"], t["breaks"]) == (2, 1) and source.startswith("if "))
-        out["branch on a tensor value: jax.jit raises"] = (
-            not j["ok"] and j["error_type"] in ("TracerBoolConversionError", "ConcretizationTypeError"))
-    elif v == "print":
-        out["print: torch.compile breaks the graph at the print"] = t["breaks"] >= 1 and source.startswith("print(")
-        out["print: jax.jit runs it once in 3 calls, at trace time, printing a tracer"] = (
-            j["ok"] and len(j["printed"]) == 1 and "Tracer" in j["printed"][0])
-    else:
-        out[f"{v}: torch.compile makes 1 graph, no break"] = (t["graphs"], t["breaks"]) == (1, 0)
-        out[f"{v}: jax.jit runs it, matching torch eager"] = j["ok"] and j.get("matches", False)
-    return out
+def _break_at(d: dict[str, Any], start: str) -> bool:
+    """Dynamo's first graph break is at a source line starting with ``start``."""
+    t = d["torch"]
+    return bool(t["reasons"]) and t["reasons"][0]["source"].startswith(start)
+
+
+def _graphs_breaks(d: dict[str, Any]) -> tuple[int, int]:
+    return d["torch"]["graphs"], d["torch"]["breaks"]
+
+
+def _example_is(*names: str, fixed: bool = False) -> Callable[[dict], bool]:
+    return lambda d: (d["variant"] not in ("branch", "print")) if fixed else d["variant"] in names
+
+
+# The graph-break slides, for the example shown (the branch, the print, or a fix)
+breaks_claims = Claims(
+    Claim("{d[variant]}: torch.compile's output matches eager", lambda d: d["torch_matches"], key="matches"),
+    Claim("branch on a tensor value: torch.compile makes {0} graphs and {1} break, at the `if`",
+          lambda d: _graphs_breaks(d) if _break_at(d, "if ") else None, "==", (2, 1), applies=_example_is("branch"),
+          key="branch_breaks"),
+    Claim("branch on a tensor value: jax.jit raises",
+          lambda d: not d["jax"]["ok"] and d["jax"]["error_type"] in ("TracerBoolConversionError",
+                                                                      "ConcretizationTypeError"),
+          applies=_example_is("branch"), key="branch_jax"),
+    Claim("print: torch.compile breaks the graph at the print (at least {threshold} break)",
+          lambda d: d["torch"]["breaks"] if _break_at(d, "print(") else None, ">=", 1, applies=_example_is("print"),
+          key="print_breaks"),
+    Claim("print: jax.jit runs it {threshold}× in 3 calls, at trace time, printing a tracer",
+          lambda d: len(d["jax"]["printed"]) if d["jax"]["ok"] and "Tracer" in d["jax"]["printed"][0] else None,
+          "==", 1, applies=_example_is("print"), key="print_jax"),
+    Claim("{d[variant]}: torch.compile makes {0} graph, {1} breaks", _graphs_breaks, "==", (1, 0),
+          applies=_example_is(fixed=True), key="fixed_graphs"),
+    Claim("{d[variant]}: jax.jit runs it, matching torch eager", lambda d: d["jax"]["ok"] and d["jax"].get("matches", False),
+          applies=_example_is(fixed=True), key="fixed_jax"),
+)
 
 
 graph_breaks = Demo(
@@ -570,7 +613,7 @@ COST_ROWS = (
     ("jit_cond", "jax_jit", "jax.jit · lax.cond", "cond"),
 )
 COST_N = {"cpu": (2**16, 12, 24), "gpu": (2**22, 14, 27)}  # default, lo, hi (log2)
-_FIRST_CALL: dict[tuple, float] = {}
+_FIRST_CALL: dict[tuple, float] = kept("topics.internals._FIRST_CALL", {})
 
 
 def _cost_row(key: str, backend: str, label: str, variant: str, x, N: int, dtype: str, budget_s: float,
@@ -671,25 +714,28 @@ def figure_capture_cost(data: dict[str, Any], reference: dict[str, Any] | None =
     return fig
 
 
-def cost_claims(d: dict[str, Any]) -> dict[str, bool]:
-    """The cost slide: graph counts and agreement; the timing only on a GPU (on a CPU the
-    slide says to read the numbers off the figure, not to predict them)."""
-    rows = {r["key"]: r for r in d["rows"]}
-    out = {"torch.compile runs the if-branch as 2 graphs, torch.where and torch.cond as 1":
-               (rows["compile_branch"].get("graphs"), rows["compile_where"].get("graphs"),
-                rows["compile_cond"].get("graphs")) == (2, 1, 1),
-           "every form runs and agrees with eager within tolerance":
-               all("error" not in r and r.get("matches_eager") for r in d["rows"])}
-    if d["device"] != "cpu":
-        out["on a GPU, the one-graph torch.where beats the broken compile"] = (
-            rows["compile_where"]["median_s"] < rows["compile_branch"]["median_s"])
-    return out
+def _cost_rows(d: dict[str, Any]) -> dict[str, dict]:
+    return {r["key"]: r for r in d["rows"]}
+
+
+# The cost slide: graph counts and agreement; the timing only on a GPU (on a CPU the slide says to
+# read the numbers off the figure, not to predict them)
+cost_claims = Claims(
+    Claim("torch.compile runs the if-branch as {0} graphs, torch.where and torch.cond as {1}",
+          lambda d: tuple(_cost_rows(d)[k].get("graphs") for k in ("compile_branch", "compile_where", "compile_cond")),
+          "==", (2, 1, 1), key="graphs"),
+    Claim("every form runs and agrees with eager within tolerance",
+          lambda d: all("error" not in r and r.get("matches_eager") for r in d["rows"]), key="agree"),
+    Claim({"gpu": "on a GPU, the one-graph torch.where beats the broken compile"},
+          lambda d: _cost_rows(d)["compile_where"]["median_s"] < _cost_rows(d)["compile_branch"]["median_s"],
+          key="where_faster"),
+)
 
 
 capture_cost = Demo(
     "capture_cost", "What a graph break costs",
     controls=lambda kind: [Pow2("N", COST_N[kind][0], label="N (elements)", lo=COST_N[kind][1], hi=COST_N[kind][2]),
                            Choice("dtype", "float32", options=DTYPES)],
-    measure=measure_capture_cost, figure=figure_capture_cost, run_button=True, match=("N", "dtype"),
+    measure=measure_capture_cost, figure=figure_capture_cost, run_button=True, opens="kept", match=("N", "dtype"),
     record={"budget_s": 0.3}, record_quick={"N": 2**16, "budget_s": 0.05}, claims=cost_claims,
 )

@@ -26,11 +26,12 @@ import operator
 import os
 import time
 from collections import OrderedDict
-from typing import Any
+from typing import Any, Callable
 from unittest import mock
 
 from matplotlib.ticker import NullLocator
 
+from demos.deck.claims import Claim, Claims
 from demos.deck.demo import Choice, Demo, Pow2, Progress
 from demos.engine import model_zoo as zoo
 from demos.engine import plots
@@ -38,6 +39,7 @@ from demos.engine.devices import device_kind, require_torch, torch_device
 from demos.engine.errors import DemoError, one_line, release_memory
 from demos.engine.timing import fmt_seconds, sync_jax, sync_torch
 from demos.introspection import codegen, profiling
+from demos.engine.protocol import fresh_function, kept
 
 PART = 6
 
@@ -146,7 +148,7 @@ def graph_summary(gm, backward: bool, code) -> dict[str, Any]:
             "extern": list(code.extern_calls) if code else []}
 
 
-_BUNDLES: OrderedDict[zoo.Config, Bundle] = OrderedDict()
+_BUNDLES: OrderedDict[zoo.Config, Bundle] = kept("topics.model._BUNDLES", OrderedDict())
 
 
 def bundle(cfg: zoo.Config) -> Bundle:
@@ -276,12 +278,48 @@ def figure_ops(data: dict, reference: dict | None = None):
     return fig
 
 
+def _device(d: dict) -> str:
+    """The measurements carry no device: claims are checked where they were measured."""
+    return d.get("device") or device_kind()
+
+
+def _step(step: str) -> Callable[[dict], bool]:
+    return lambda d: d["step"] == step
+
+
+# The ops slide: one graph; eager's ops many times the compiled launches; attention matched
+ops_claims = Claims(
+    Claim("torch.compile captures one {d[step]} step as {threshold} graph: no graph break",
+          lambda d: ops_totals(d)["graphs"], "==", 1, key="graphs"),
+    Claim("one forward of the stack issues one block's ops per layer",
+          lambda d: d["eager"]["forward"]["total"] == d["cfg"]["layers"] * d["block"]["total"],
+          applies=_step("inference"), key="per_layer"),
+    Claim("forward: eager issues over {threshold:g}× as many aten ops as the compiled fused kernels",
+          lambda d: ops_totals(d)["per_kernel"], ">", {"cpu": 8, "gpu": 5}, applies=_step("inference"),
+          key="per_kernel"),
+    Claim("forward: over {threshold:g}× as many as all compiled launches (fused kernels + library calls)",
+          lambda d: ops_totals(d)["per_launch"], ">", {"cpu": 4.5}, applies=_step("inference"), key="per_launch"),
+    Claim("forward: the matmuls stay library calls (mm/bmm), {threshold} per layer",
+          lambda d: ops_totals(d)["library"] / d["cfg"]["layers"], "==", {"cpu": 4}, applies=_step("inference"),
+          key="library"),
+    Claim({"cpu": "Inductor matched the hand-written softmax(QKᵀ)V to one fused attention kernel"},
+          lambda d: ops_totals(d)["attention_fused"], applies=_step("inference"), key="attention"),
+    Claim("training step: eager issues over {threshold:g}× as many aten ops as the fused kernels of the forward + "
+          "backward graphs", lambda d: ops_totals(d)["per_kernel"], ">", {"cpu": 10}, applies=_step("training"),
+          key="training_per_kernel"),
+    Claim("a training step (forward, backward, AdamW) issues over {threshold} aten ops",
+          lambda d: ops_totals(d)["eager"], ">", {"cpu": 600}, applies=_step("training"), key="training_ops"),
+    device=_device,
+)
+
+
 ops = Demo(
     "ops", "How many ops is one forward pass?",
     controls=lambda kind: [Choice("layers", SIZES[kind]["layers"], options=LAYERS[kind]),
                            Choice("step", "inference", options=STEPS, toggle=True)],
     measure=measure_ops, figure=figure_ops, match=("layers", "step"),
-    opens_warm=True,  # compiling the stack, even from warm caches, took 3.1 s before its first figure
+    opens="kept",  # compiling the stack, even from warm caches, took 3.1 s before its first figure
+    claims=ops_claims,
     warm=lambda: _warm("ops", lambda k: [{"layers": n} for n in LAYERS[k]]
                        + [{"layers": n, "step": "training"} for n in (SIZES[k]["layers"], LAYERS[k][1])]),
 )
@@ -290,7 +328,7 @@ ops = Demo(
 # =======================================================================================
 # 2. Inference and training step: eager vs compiled
 # =======================================================================================
-_HISTORY: dict[tuple, dict[str, list]] = {}
+_HISTORY: dict[tuple, dict[str, list]] = kept("topics.model._HISTORY", {})
 
 
 def agreement(b: Bundle) -> dict[str, float]:
@@ -393,6 +431,31 @@ def figure_speed(data: dict, reference: dict | None = None):
     return fig
 
 
+def _op_heavy(d: dict) -> bool:
+    c, o = d["cfg"], OP_HEAVY["cpu"]
+    return f"{c['batch']}x{c['seq']}" == o["tokens"] and c["width"] == o["width"]
+
+
+# The speed slide at its defaults claims agreement only (the speedup there is inside the noise of a
+# shared CPU); the training-step speedups apply where the notes state them: an op-heavy size and a
+# big-matmul width on a CPU, the defaults on a GPU
+speed_claims = Claims(
+    Claim("every form's forward output agrees with eager: max|Δ| ÷ max|y| under {threshold:g}",
+          lambda d: max(d["agree"].values()), "<", 1e-5,
+          applies=lambda d: d.get("agree") is not None and d["cfg"]["dtype"] == "float32", key="agree"),
+    Claim("training step at an op-heavy size ({d[cfg][batch]} × {d[cfg][seq]}, D={d[cfg][width]}): torch.compile "
+          "over {threshold:g}× eager's speed", lambda d: d["speedup"]["torch_compile"], ">", {"cpu": 1.0},
+          applies=lambda d: d["step"] == "training" and _op_heavy(d), key="op_heavy"),
+    Claim("training step, D={d[cfg][width]} (big matmuls): compiling no longer pays, under {threshold:g}× eager's "
+          "speed", lambda d: d["speedup"]["torch_compile"], "<", {"cpu": 1.15},
+          applies=lambda d: d["step"] == "training" and d["cfg"]["width"] == 2**WIDTH_EXP["cpu"][1],
+          key="big_matmuls"),
+    Claim("training step: torch.compile over {threshold:g}× eager's speed", lambda d: d["speedup"]["torch_compile"],
+          ">", {"gpu": 1.0}, applies=_step("training"), key="training"),
+    device=_device,
+)
+
+
 speed = Demo(
     "speed", "Inference and training step: eager vs compiled",
     controls=lambda kind: [Choice("step", "inference", options=STEPS, toggle=True),
@@ -400,12 +463,12 @@ speed = Demo(
                            Pow2("width", SIZES[kind]["width"], label="width D", lo=WIDTH_EXP[kind][0],
                                 hi=WIDTH_EXP[kind][1]),
                            Choice("dtype", "float32", options=DTYPES)],
-    measure=measure_speed, figure=figure_speed, run_button=True, match=("step", "dtype"),
+    measure=measure_speed, figure=figure_speed, run_button=True, opens="kept", match=("step", "dtype"),
     warm=lambda: _warm("speed", lambda k: [{}, {"step": "training"}, {"tokens": TOKENS[k][0][1]},
                                            {"width": SIZES[k]["width"] // 2}, {"dtype": "bfloat16"},
                                            {"step": "training", **OP_HEAVY[k]},
                                            {"step": "training", "width": 2**WIDTH_EXP[k][1]}]),
-    to_record=lambda d: d | {"history": {}},
+    to_record=lambda d: d | {"history": {}}, claims=speed_claims,
 )
 
 
@@ -482,12 +545,38 @@ def figure_backward(data: dict, reference: dict | None = None):
     return fig
 
 
+def _split(d: dict) -> tuple[list[dict], list[dict]]:
+    """AOTAutograd's forward graphs and backward graphs."""
+    return [g for g in d["graphs"] if not g["backward"]], [g for g in d["graphs"] if g["backward"]]
+
+
+# The backward slide: one joint graph split in two, each fused; peak memory no higher; remat
+backward_claims = Claims(
+    Claim("AOTAutograd splits the training step into {0} forward and {1} backward graph",
+          lambda d: tuple(len(gs) for gs in _split(d)), "==", (1, 1), key="graphs"),
+    Claim("the forward graph saves tensors for the backward (at least {threshold})",
+          lambda d: sum(g["saved"] for g in _split(d)[1]), ">=", 1, key="saved"),
+    Claim("in each graph, over {threshold:g} aten ops per fused kernel",
+          lambda d: min(g["nodes"] / max(g["kernels"], 1) for g in d["graphs"]), ">", 5, key="fused"),
+    Claim("the compiled step's peak memory is no higher than eager's (at most {threshold:g}× it)",
+          lambda d: d["peak"]["torch_compile"] / d["peak"]["torch_eager"], "<=", 1.01, key="peak"),
+    Claim("the compiled forward saves no more tensors than eager",
+          lambda d: d["saved"]["torch_compile"]["tensors"] <= d["saved"]["torch_eager"]["tensors"],
+          key="saved_tensors"),
+    Claim("jax.checkpoint keeps under 1/{threshold:g} of the residual bytes (the block inputs only)",
+          lambda d: d["saved"]["jax"]["bytes"] / d["saved"]["jax_remat"]["bytes"], ">", 10,
+          applies=lambda d: "jax_remat" in d["saved"], key="remat"),
+    device=_device,
+)
+
+
 backward = Demo(
     "backward", "What the compiler did to the backward",
     controls=lambda kind: [Choice("tokens", SIZES[kind]["tokens"], label="batch × seq", options=TOKENS[kind]),
                            Choice("layers", SIZES[kind]["layers"], options=LAYERS[kind])],
-    measure=measure_backward, figure=figure_backward, run_button=True, match=("tokens", "layers"),
+    measure=measure_backward, figure=figure_backward, run_button=True, opens="kept", match=("tokens", "layers"),
     warm=lambda: _warm("backward", lambda k: [{}, {"tokens": TOKENS[k][0][1]}, {"layers": LAYERS[k][1]}]),
+    claims=backward_claims,
 )
 
 
@@ -509,7 +598,7 @@ def break_even(compile_s: float, eager_s: float, compiled_s: float) -> float:
 def warm_compiler() -> None:
     """One tiny compile with a backward: the compiler's one-time imports, kept out of the timings."""
     torch = require_torch()
-    f = torch.compile(zoo.fresh_function(lambda a: (a * 2 + 1).sum()), dynamic=False)
+    f = torch.compile(fresh_function(lambda a: (a * 2 + 1).sum()), dynamic=False)
     f(torch.ones(4, requires_grad=True)).backward()
 
 
@@ -644,11 +733,37 @@ def figure_compile_cost(data: dict, reference: dict | None = None):
     return fig
 
 
+def _stance(d: dict, stance: str) -> dict:
+    return d["stance"][stance]
+
+
+# The compile-cost slide: graph counts of whole vs regional, and what each stance does to a
+# shape-varying loop (counts); regional compiling faster is compared, not thresholded
+compile_cost_claims = Claims(
+    Claim("whole stack: {0} graph; regional: {1} graphs (the first block's input needs no grad, the rest reuse one)",
+          lambda d: (d["whole"]["graphs"], d["regional"]["graphs"]), "==", (1, 2), key="graphs"),
+    Claim("compiling one block for every layer (regional) is quicker than compiling the whole stack",
+          lambda d: d["regional"]["compile_s"] < d["whole"]["compile_s"], key="regional_faster"),
+    Claim("set_stance default: the loop compiles once per sequence length, {threshold} times",
+          lambda d: _stance(d, "default")["compiles"] if _stance(d, "default")["compiles"] == _stance(d, "default")[
+              "shapes"] else None, "==", 6, key="stance_default"),
+    Claim("eager_on_recompile: {threshold} compile, then every length runs (eager)",
+          lambda d: _stance(d, "eager_on_recompile")["compiles"]
+          if _stance(d, "eager_on_recompile")["calls"] == _stance(d, "eager_on_recompile")["shapes"] else None,
+          "==", 1, key="stance_eager"),
+    Claim("fail_on_recompile raises at the second length ({threshold} call ran)",
+          lambda d: _stance(d, "fail_on_recompile")["calls"]
+          if "recompile" in (_stance(d, "fail_on_recompile")["error"] or "") else None, "==", 1, key="stance_fail"),
+    device=_device,
+)
+
+
 compile_cost = Demo(
     "compile_cost", "Compile cost at model scale",
     controls=lambda kind: [Choice("layers", SIZES[kind]["layers"], options=COST_LAYERS[kind]),
                            Choice("caches", "bypassed", label="Inductor caches",
                                   options=[("bypassed", "bypassed"), ("warm (.cache/)", "warm")])],
     measure=measure_compile_cost, figure=figure_compile_cost, match=("layers", "caches"),
-    run_button=True, cold=True,  # the lesson is a compile: the slide opens on `make warm`'s result
+    run_button=True, opens="kept", cold=True,  # the lesson is a compile: the slide opens on `make warm`'s result
+    claims=compile_cost_claims,
 )

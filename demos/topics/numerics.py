@@ -11,13 +11,15 @@ float64 reference; ``figure_numerics`` draws it (one figure per slide: its bars 
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
+from demos.deck.claims import Claim, Claims
 from demos.deck.demo import Choice, Demo, Progress
 from demos.engine import plots
 from demos.engine.devices import jax_or_none, require_torch
 from demos.engine.errors import DemoError
 from demos.engine.workloads import get, prepare, tolerance
+from demos.engine.protocol import kept
 
 PART = 5
 
@@ -25,7 +27,7 @@ WORKLOADS = ("complex_activation", "chain", "mlp_block", "two_matmuls")
 DTYPES = ("float32", "bfloat16")
 PAIRS = (("torch_compile", "torch_eager"), ("jax_jit", "jax_eager"))
 
-_CACHE: dict[tuple, dict[str, Any]] = {}  # every (workload, dtype) measured: toggling back is instant
+_CACHE: dict[tuple, dict[str, Any]] = kept("topics.numerics._CACHE", {})  # every (workload, dtype) measured: toggling back is instant
 
 
 def diff_stats(a, b, dtype: str) -> dict[str, float]:
@@ -152,22 +154,29 @@ def figure_numerics(data: dict[str, Any], reference: dict[str, Any] | None = Non
     return fig
 
 
-def numerics_claims(d: dict[str, Any]) -> dict[str, bool]:
-    """The numerics slides: compiled agrees with eager within the stated tolerance; for the
-    slide's example (complex_activation) float32 differences are tiny, and in bfloat16 they are
-    visible and torch.compile is the closer to float64 (the fused kernel skips eager's roundings)."""
-    tol, pairs = d["tolerance"], d["pairs"]
-    out = {f"compiled output agrees with eager within tolerance (rtol={tol['rtol']:g}, atol={tol['atol']:g})":
-           bool(pairs) and all(s["tol_used"] <= 1.0 for s in pairs.values())}
-    if d["workload"] != "complex_activation":
-        return out
-    if d["dtype"] == "float32":
-        out["float32: compiled and eager differ by less than 1e-4"] = all(s["max_abs"] < 1e-4 for s in pairs.values())
-    else:
-        torch_pair, err = pairs["torch_compile|torch_eager"], {b: s["max_abs"] for b, s in d["vs_float64"].items()}
-        out["bfloat16: torch.compile and eager visibly differ"] = torch_pair["max_abs"] > 0
-        out["bfloat16: torch.compile is closer to float64 than eager"] = err["torch_compile"] < err["torch_eager"]
-    return out
+def _example(dtype: str) -> Callable[[dict], bool]:
+    """The slide's example (complex_activation) in ``dtype``."""
+    return lambda d: d["workload"] == "complex_activation" and d["dtype"] == dtype
+
+
+# The numerics slides: compiled agrees with eager within the stated tolerance (the share of
+# allclose's budget used, ≤ 1 passes); for the slide's example (complex_activation) float32
+# differences are tiny, and in bfloat16 they are visible and torch.compile is the closer to float64
+# (the fused kernel skips eager's roundings)
+numerics_claims = Claims(
+    Claim("compiled output agrees with eager within tolerance (rtol={d[tolerance][rtol]:g}, "
+          "atol={d[tolerance][atol]:g})", lambda d: max(s["tol_used"] for s in d["pairs"].values()), "<=", 1.0,
+          key="tolerance"),
+    Claim("float32: compiled and eager differ by less than {threshold:g}",
+          lambda d: max(s["max_abs"] for s in d["pairs"].values()), "<", 1e-4, applies=_example("float32"),
+          key="float32"),
+    Claim("bfloat16: torch.compile and eager visibly differ",
+          lambda d: d["pairs"]["torch_compile|torch_eager"]["max_abs"], ">", 0, applies=_example("bfloat16"),
+          key="bfloat16_differ"),
+    Claim("bfloat16: torch.compile is closer to float64 than eager",
+          lambda d: d["vs_float64"]["torch_compile"]["max_abs"] < d["vs_float64"]["torch_eager"]["max_abs"],
+          applies=_example("bfloat16"), key="bfloat16_closer"),
+)
 
 
 live = Demo(

@@ -35,16 +35,17 @@ import uuid
 from dataclasses import asdict, dataclass
 from typing import Any, Callable
 
-from demos.deck.demo import Choice, Demo, Int, Progress, load_last
+from demos.deck.claims import Claim, Claims, Each
+from demos.deck.demo import Choice, Demo, Int, Progress
 from demos.deck.ui import Panel, recorded_only
 from demos.engine import coldcompile, plots
 from demos.engine.devices import device_kind, require_jax, require_torch, set_threads, torch_device
 from demos.engine.errors import DemoError, one_line
 from demos.engine.timing import fmt_seconds, sync_for
 from demos.introspection import dynamo
+from demos.engine.protocol import declared_state, kept
 
 PART = 5
-_LAST: dict[str, Any] = {}  # this session's latest measurements, for the judgment slide
 
 # ---------------------------------------------------------------------------------------
 # The step function whose input length changes from call to call (a sequence batch).
@@ -309,7 +310,6 @@ def measure_modes(distinct: int = 12, repeats: int | None = None, modes: tuple[s
         except Exception as exc:
             out["errors"][m] = one_line(exc)
     out["limit"] = dynamo.recompile_limit()
-    _LAST["modes"] = out
     return out
 
 
@@ -498,7 +498,6 @@ def measure_compile_latency(workload: str = "complex_activation", backends: tupl
         result["params"] = c.get("params")
     sizes = ", ".join(f"{k}={v:,}" for k, v in (result["params"] or {}).items())
     result["extra"] = f"{w.name} {sizes}, {dtype}, fresh processes"
-    _LAST["compile_latency"] = result
     return result
 
 
@@ -568,18 +567,26 @@ def figure_compile_latency(data: dict[str, Any], reference: dict[str, Any] | Non
 # ---------------------------------------------------------------------------------------
 # The live demos
 # ---------------------------------------------------------------------------------------
-def latency_claims(d: dict[str, Any]) -> dict[str, bool]:
-    """The compile-latency slide: the first call pays for compiling, a warm cache much less."""
-    t, j = d["backends"].get("torch_compile", {}), d["backends"].get("jax_jit")
-    out = {"torch.compile: the first call pays for compiling (cold: over 10 steady-state calls)":
-               "error" not in t and t["cold"]["first_s"] > 10 * t["steady_s"],
-           "torch.compile: a warm disk cache pays much less (cold first call over 1.5× the warm one)":
-               "error" not in t and t["cold"]["first_s"] > 1.5 * t["warm"]["first_s"]}
-    if j is not None:
-        key = "XLA compile (or cache load)"
-        out["jax.jit: XLA's compile step is quicker from the warm cache than cold"] = (
-            "error" not in j and j["cold"]["parts"][key] > j["warm"]["parts"][key])
-    return out
+def _torch_latency(d: dict[str, Any]) -> dict[str, Any] | None:
+    t = d["backends"].get("torch_compile", {})
+    return None if "error" in t else t
+
+
+def _xla_compile_faster_warm(d: dict[str, Any]) -> bool:
+    j, key = d["backends"]["jax_jit"], "XLA compile (or cache load)"
+    return "error" not in j and j["cold"]["parts"][key] > j["warm"]["parts"][key]
+
+
+# The compile-latency slide: the first call pays for compiling, a warm cache much less
+latency_claims = Claims(
+    Claim("torch.compile: the first call pays for compiling (cold: over {threshold:g} steady-state calls)",
+          lambda d: _torch_latency(d)["cold"]["first_s"] / _torch_latency(d)["steady_s"], ">", 10, key="first_call"),
+    Claim("torch.compile: a warm disk cache pays much less (cold first call over {threshold:g}× the warm one)",
+          lambda d: _torch_latency(d)["cold"]["first_s"] / _torch_latency(d)["warm"]["first_s"], ">", 1.5,
+          key="warm_cache"),
+    Claim("jax.jit: XLA's compile step is quicker from the warm cache than cold", _xla_compile_faster_warm,
+          applies=lambda d: d["backends"].get("jax_jit") is not None, key="jax_warm_cache"),
+)
 
 
 compile_latency = Demo(
@@ -587,7 +594,7 @@ compile_latency = Demo(
     controls=[Choice("workload", "complex_activation", options=LATENCY_WORKLOADS)],
     measure=measure_compile_latency, figure=figure_compile_latency, match=("workload",),
     # a compile from scratch takes ~10–30 s on a CPU: the slide opens on `make warm`'s result
-    run_button=True, cold=True, claims=latency_claims,
+    run_button=True, opens="kept", cold=True, claims=latency_claims,
 )
 
 
@@ -610,7 +617,11 @@ class LivePanel(Panel):
         return self.sessions[mode]
 
     def _call(self, s: Session, S: int) -> dict[str, Any]:
-        return self.demo.measure(mode=s.mode, S=S, session=s)
+        with declared_state() as cond:  # one call of a kept session: threads chosen, conditions read
+            data = self.demo.measure(mode=s.mode, S=S, session=s)
+        self.demo.last_conditions = cond
+        data["stamp"] = plots.live_stamp(data["extra"], cond.stamp())
+        return data
 
     def _figure(self, data: dict[str, Any]):
         data.setdefault("stamp", plots.live_stamp(data["extra"]))
@@ -692,44 +703,78 @@ class LivePanel(Panel):
         row.children = tuple(row.children) + (self.sweep_button, self.reset_button)
 
 
+def _compiled(s: dict[str, Any]) -> list[dict]:
+    return [e for e in s["events"] if e["compiled"]]
+
+
+def _shapes(s: dict[str, Any]) -> int:
+    """Distinct lengths run (buckets, when padded)."""
+    return len({e["run_S"] for e in s["events"]})
+
+
+def _static_limit(s: dict[str, Any]) -> int | None:
+    """The recompile limit, if the session compiled once per distinct shape up to it."""
+    n, limit = s["compiles"], s["limit"]
+    return limit if n == min(_shapes(s), limit) == len({e["run_S"] for e in _compiled(s)}) else None
+
+
+def _silent_fallback(s: dict[str, Any]) -> bool:
+    hit, evs = s["limit_hit_at"], s["events"]
+    return hit is not None and any(e["fallback"] for e in evs) and not any(e["compiled"] for e in evs[hit:])
+
+
+def _compiles_no_fallback(s: dict[str, Any]) -> int | None:
+    return None if any(e["fallback"] for e in s["events"]) else s["compiles"]
+
+
+def _mode(*modes: str) -> Callable[[dict], bool]:
+    return lambda s: s["mode"] in modes
+
+
+# What the recompilation slides say of one mode over a sweep (a ``Session.to_dict()``)
+session_claims = Claims(
+    Claim("dynamic=False compiles once per distinct shape until the recompile limit ({threshold})", _static_limit,
+          "==", 8, applies=_mode("static"), key="static_limit"),
+    Claim("each recompile names the failed guard (a size mismatch)",
+          lambda s: all("size mismatch" in e["reason"] for e in _compiled(s)[1:]), applies=_mode("static"),
+          key="static_reason"),
+    Claim("after the limit, new shapes run eager, silently: no more compiles", _silent_fallback,
+          applies=lambda s: s["mode"] == "static" and _shapes(s) > s["limit"], key="static_fallback"),
+    Claim("automatic dynamic: at most {threshold} compiles, the second with a symbolic length",
+          lambda s: s["compiles"] if s["compiles"] < 2 or _compiled(s)[1]["symbolic"] else None, "<=", 2,
+          applies=_mode("auto"), key="auto"),
+    Claim("jax.jit compiles once per distinct shape, each miss naming the shape that changed",
+          lambda s: s["compiles"] == _shapes(s) and all("now " in e["reason"] and "before " in e["reason"]
+                                                         for e in _compiled(s)[1:]),
+          applies=_mode("jax_jit"), key="jax_jit"),
+    Claim("mark_dynamic: {threshold} compile", _compiles_no_fallback, "==", 1, applies=_mode("mark_dynamic"),
+          key="mark_dynamic"),
+    Claim("eager: {threshold} compiles", _compiles_no_fallback, "==", 0, applies=_mode("eager"), key="eager"),
+    Claim("pad to buckets: one compile per bucket", lambda s: _compiles_no_fallback(s) == _shapes(s),
+          applies=_mode("bucket"), key="bucket"),
+    Claim("jax.jit + buckets: one compile per bucket", lambda s: _compiles_no_fallback(s) == _shapes(s),
+          applies=_mode("jax_bucket"), key="jax_bucket"),
+)
+
+
 def mode_claims(mode: str, s: dict[str, Any]) -> dict[str, bool]:
     """What the recompilation slides say of one mode over a sweep (``s``: ``Session.to_dict()``)."""
-    evs, n = s["events"], s["compiles"]
-    compiled = [e for e in evs if e["compiled"]]
-    shapes = len({e["run_S"] for e in evs})  # distinct lengths run (buckets, when padded)
-    if mode == "static":
-        out = {"dynamic=False compiles once per distinct shape until the recompile limit (8)":
-                   s["limit"] == 8 and n == min(shapes, 8) == len({e["run_S"] for e in compiled}),
-               "each recompile names the failed guard (a size mismatch)":
-                   all("size mismatch" in e["reason"] for e in compiled[1:])}
-        if shapes > s["limit"]:
-            hit = s["limit_hit_at"]
-            out["after the limit, new shapes run eager, silently: no more compiles"] = (
-                hit is not None and any(e["fallback"] for e in evs) and not any(e["compiled"] for e in evs[hit:]))
-        return out
-    if mode == "auto":
-        return {"automatic dynamic: at most 2 compiles, the second with a symbolic length":
-                n <= 2 and (n < 2 or compiled[1]["symbolic"])}
-    if mode == "jax_jit":
-        return {"jax.jit compiles once per distinct shape, each miss naming the shape that changed":
-                n == shapes and all("now " in e["reason"] and "before " in e["reason"] for e in compiled[1:])}
-    words = {"mark_dynamic": "mark_dynamic: 1 compile", "eager": "eager: no compile",
-             "bucket": "pad to buckets: one compile per bucket",
-             "jax_bucket": "jax.jit + buckets: one compile per bucket"}
-    want = {"mark_dynamic": 1, "eager": 0}.get(mode, shapes)
-    return {words[mode]: n == want and not any(e["fallback"] for e in evs)}
+    return session_claims({**s, "mode": mode})
 
 
-def modes_claims(d: dict[str, Any]) -> dict[str, bool]:
-    """Every mode's claims, and the recurring trap: dynamic=False costs more than the rest."""
-    out = {"every mode ran the sweep": not d["errors"]}
-    for m, s in d["modes"].items():
-        out.update(mode_claims(m, s))
+def _trap(d: dict[str, Any]) -> bool:
     total = {m: s["summary"]["total_s"] for m, s in d["modes"].items()}
     others = [total[m] for m in ("eager", "auto", "mark_dynamic") if m in total]
-    out["the recurring trap: dynamic=False's sweep takes longer than eager's, auto dynamic's and mark_dynamic's"] = (
-        "static" in total and len(others) == 3 and total["static"] > max(others))
-    return out
+    return "static" in total and len(others) == 3 and total["static"] > max(others)
+
+
+# Every mode's claims, and the recurring trap: dynamic=False costs more than the rest
+modes_claims = Claims(
+    Claim("every mode ran the sweep", lambda d: not d["errors"], key="ran"),
+    Each(session_claims, lambda d: [{**s, "mode": m} for m, s in d["modes"].items()]),
+    Claim("the recurring trap: dynamic=False's sweep takes longer than eager's, auto dynamic's and mark_dynamic's",
+          _trap, key="trap"),
+)
 
 
 def _live_controls(kind: str) -> list:
@@ -751,13 +796,13 @@ recompile_live = Demo(
     # S: each move is one call on the panel's session; for a recorded/headless run it only
     # names the slider (the measurement is the mode's full sweep)
     controls=_live_controls, measure=measure_live, figure=figure_timeline, match=("mode",),
-    panel_class=LivePanel, warm=_warm_live, claims=lambda d: mode_claims(d["mode"], d),
+    panel_class=LivePanel, warm=_warm_live, claims=session_claims,
 )
 
 compare_modes = Demo(
     "compare_modes", "Every mode on the same sweep",
     controls=[Int("distinct", 12, label="distinct lengths", lo=2, hi=24)],
-    measure=measure_modes, figure=figure_modes, match=("distinct",), run_button=True,
+    measure=measure_modes, figure=figure_modes, match=("distinct",), run_button=True, opens="kept",
     record_quick={"distinct": 6}, claims=modes_claims,
 )
 
@@ -766,11 +811,11 @@ compare_modes = Demo(
 # The judgment slide
 # ---------------------------------------------------------------------------------------
 def verdict_text(latency: dict[str, Any] | None = None, modes: dict[str, Any] | None = None) -> str:
-    """The judgment slide's numbers, from this session's measurements (one short HTML block):
-    the latest compile-latency run (else the one `make warm` kept for its slide) and the
-    latest every-mode sweep."""
-    latency = latency or _LAST.get("compile_latency") or load_last(compile_latency)
-    modes = modes or _LAST.get("modes")
+    """The judgment slide's numbers (one short HTML block), from the data the two panels above
+    show: each demo's latest measurement in this kernel, else the result `make warm` kept that
+    the panel opens on (:meth:`Demo.shown`)."""
+    latency = latency or compile_latency.shown()
+    modes = modes or compare_modes.shown()
     lines = []
     if latency:
         for b, e in latency["backends"].items():

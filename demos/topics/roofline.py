@@ -24,17 +24,18 @@ from __future__ import annotations
 import math
 import statistics
 import textwrap
-import types
 from typing import Any, Callable
 
+from demos.deck.claims import Claim, Claims
 from demos.deck.demo import Choice, Demo, Pow2, Progress
 from demos.engine import plots
 from demos.engine.devices import check_dtype, device_kind, dtype_supported, require_torch, torch_device
 from demos.engine.errors import DemoError, is_oom, release_memory, unknown_name
 from demos.engine.peaks import cost, is_fused, jax_same_device, peak_flops, peaks, peaks_for, predict, ridge, \
     spec_sheet
-from demos.engine.timing import first_call, fmt_seconds, measure
+from demos.engine.timing import first_call, fmt_seconds, measure, measure_interleaved
 from demos.engine.workloads import available, get as get_workload, prepare
+from demos.engine.protocol import fresh_function, kept
 
 PART = 3
 
@@ -98,14 +99,8 @@ def explain(pt: dict[str, Any]) -> str:
 # =======================================================================================
 # Running the workloads (fresh compiled copies: this part's own Dynamo cache)
 # =======================================================================================
-_COMPILED: dict[tuple[str, str | None], Callable] = {}
-_SEEN: set[tuple] = set()
-
-
-def fresh_copy(fn: Callable, tag: str) -> Callable:
-    """The same function with a new code object (Dynamo caches per code object)."""
-    code = fn.__code__.replace(co_name=f"{fn.__name__}_{tag}")
-    return types.FunctionType(code, fn.__globals__, code.co_name, fn.__defaults__, fn.__closure__)
+_COMPILED: dict[tuple[str, str | None], Callable] = kept("topics.roofline._COMPILED", {})
+_SEEN: set[tuple] = kept("topics.roofline._SEEN", set())
 
 
 def compiled_fn(workload: str, mode: str | None = None) -> Callable:
@@ -114,7 +109,7 @@ def compiled_fn(workload: str, mode: str | None = None) -> Callable:
         torch = require_torch()
         tag = "part3_" + (mode or "default").replace("-", "_")
         kwargs = {"mode": mode} if mode else {}
-        _COMPILED[key] = torch.compile(fresh_copy(get_workload(workload).torch_fn, tag), **kwargs)
+        _COMPILED[key] = torch.compile(fresh_function(get_workload(workload).torch_fn, tag), **kwargs)
     return _COMPILED[key]
 
 
@@ -156,12 +151,62 @@ def measure_one(workload: str, backend: str, params: dict, dtype: str = "float32
     except DemoError:
         raise
     except Exception as exc:
-        if is_oom(exc):
-            release_memory()
-            sizes = ", ".join(f"{k}={v:,}" for k, v in params.items())
-            raise DemoError(f"out of memory at {workload} {sizes} ({dtype}) — pick a smaller size") from None
+        _raise_oom(exc, workload, params, dtype)
         raise
     return {"median_s": t.median, "p10_s": t.p10, "p90_s": t.p90, "n": t.n, "first_s": first, "params": p}
+
+
+def measure_forms(workload: str, backends: tuple[str, ...], params: dict, dtype: str = "float32",
+                  budget_s: float = 0.05, mode: str | None = None, min_samples: int = 3,
+                  progress: Callable[[str], None] | None = None) -> dict[str, dict[str, Any]]:
+    """Every available form of one workload timed interleaved (:func:`measure_interleaved`): each
+    form's first call (compile, first allocations) is timed apart, then one sample of each form
+    per round, so a busy spell of the machine falls on eager, compiled and jax.jit alike."""
+    rows: dict[str, dict[str, Any]] = {}
+    forms: dict[str, tuple] = {}
+    firsts: dict[str, float | None] = {}
+    resolved = params
+    for b in backends:
+        why = _unavailable(b)
+        if why:
+            rows[b] = {"error": why}
+            continue
+        if progress:
+            progress(b)
+        try:
+            fn, sync, resolved = runner(workload, b, params, dtype, mode)
+            key = (workload, b, tuple(sorted(resolved.items())), dtype, mode)
+            firsts[b] = None
+            if key not in _SEEN:  # the call that compiles (or allocates) is timed apart, once
+                firsts[b], _ = first_call(fn, sync)
+                _SEEN.add(key)
+        except DemoError:
+            raise
+        except Exception as exc:
+            _raise_oom(exc, workload, params, dtype)
+            raise
+        forms[b] = (fn, sync)
+    if forms:
+        max_samples = 12 if budget_s <= 0.1 else 200
+        try:
+            timings = measure_interleaved(forms, warmup=0, budget_s=budget_s * len(forms),
+                                          min_samples=min_samples, max_samples=max(max_samples, min_samples))
+        except DemoError:
+            raise
+        except Exception as exc:
+            _raise_oom(exc, workload, params, dtype)
+            raise
+        for b, t in timings.items():
+            rows[b] = {"median_s": t.median, "p10_s": t.p10, "p90_s": t.p90, "n": t.n, "first_s": firsts[b],
+                       "params": resolved}
+    return {b: rows[b] for b in backends}
+
+
+def _raise_oom(exc: BaseException, workload: str, params: dict, dtype: str) -> None:
+    if is_oom(exc):
+        release_memory()
+        sizes = ", ".join(f"{k}={v:,}" for k, v in params.items())
+        raise DemoError(f"out of memory at {workload} {sizes} ({dtype}) — pick a smaller size") from None
 
 
 def _unavailable(backend: str) -> str | None:
@@ -170,11 +215,6 @@ def _unavailable(backend: str) -> str | None:
     if backend.startswith("jax") and not jax_same_device():
         return "JAX sees no GPU here (pip install 'jax[cuda12]')"
     return None
-
-
-def _timed(workload: str, backend: str, params: dict, dtype: str, budget_s: float) -> dict[str, Any]:
-    why = _unavailable(backend)
-    return {"error": why} if why else measure_one(workload, backend, params, dtype, budget_s)
 
 
 def check_dtype_here(dtype: str) -> str:
@@ -194,13 +234,15 @@ def _points(workloads, backends, scale: float, dtype: str, budget_s: float, prog
     check_dtype_here(dtype)
     sizes = scaled_sizes(scale)
     pk = peaks((dtype,), progress=progress)
-    todo = [(w, b) for w in workloads for b in backends]
     points = []
-    for i, (w, b) in enumerate(todo):
-        if progress:
-            progress(start + (1 - start) * i / len(todo), f"{w} · {plots.label(b)}")
+    for i, w in enumerate(workloads):
+        def said(b: str, i=i, w=w) -> None:
+            if progress:
+                progress(start + (1 - start) * i / len(workloads), f"{w} · {plots.label(b)}")
+
         params = get_workload(w).resolve(workload_params(w, sizes))
-        points.append(make_point(w, b, params, dtype, _timed(w, b, params, dtype, budget_s), pk))
+        rows = measure_forms(w, tuple(backends), params, dtype, budget_s, progress=said)
+        points.extend(make_point(w, b, params, dtype, rows[b], pk) for b in backends)
     return pk, points
 
 
@@ -294,7 +336,7 @@ def _ref_name(reference: dict[str, Any]) -> str:
 # =======================================================================================
 # 1. Three workloads, three outcomes
 # =======================================================================================
-_PAYOFF_LAST: dict[str, tuple] = {}  # workload -> (what it was measured at, its measurement)
+_PAYOFF_LAST: dict[str, tuple] = kept("topics.roofline._PAYOFF_LAST", {})  # workload -> (what it was measured at, its measurement)
 
 
 def measure_payoff(N: int | None = None, T: int | None = None, D: int | None = None, H: int | None = None,
@@ -316,13 +358,14 @@ def measure_payoff(N: int | None = None, T: int | None = None, D: int | None = N
             out["workloads"][w] = last[1]
             done += len(backends)
             continue
-        rows = {}
-        for b in backends:
+        def said(b: str, w=w) -> None:
             if progress:
                 progress(done / total, f"{w} · {plots.label(b)}")
-            rows[b] = _timed(w, b, params, dtype, budget_s)
-            rows[b].pop("params", None)
-            done += 1
+
+        rows = measure_forms(w, tuple(backends), params, dtype, budget_s, progress=said)
+        for r in rows.values():
+            r.pop("params", None)
+        done += len(backends)
         out["workloads"][w] = {"params": params, "rows": rows}
         _PAYOFF_LAST[w] = (at, out["workloads"][w])
     return out
@@ -407,19 +450,20 @@ def _warm_payoff() -> None:
              + [{**d, "D": d["D"] // 2}, {**d, "H": d["H"] // 2}])
 
 
-def payoff_claims(d: dict[str, Any]) -> dict[str, bool]:
-    """The speaker notes' GPU bands. A live CPU budget times 3 calls per form, and on a loaded
-    2-core machine one form's 3 calls can all run 2–4× slow: the CPU bands are wider (the
-    interleaved tests in tests/test_roofline.py check the notes' 0.5–2)."""
-    chain, mm = (speedup(d["workloads"][w]["rows"], "torch_compile") for w in ("chain", "two_matmuls"))
-    gpu = d.get("device", "cpu") != "cpu"
-    # CPU: 3.7× in a fresh kernel (eager's new 4 MiB buffers page-fault), about 1.2× once the
-    # process's allocator has warmed (measured after part 2's demos): the CPU claim is "faster"
-    need = 2.0 if gpu else 1.05
-    little = (("compiled ÷ eager time within 0.7–1.4", lambda x: 0.7 <= 1 / x <= 1.4) if gpu else
-              ("torch.compile under 3× faster than eager", lambda x: x < 3.0))
-    return {f"chain: torch.compile more than {need:g}× faster than eager": bool(chain and chain > need),
-            f"two_matmuls gain little from compiling ({little[0]})": bool(mm and little[1](mm))}
+def _compile_speedup(d: dict[str, Any], workload: str) -> float | None:
+    return speedup(d["workloads"][workload]["rows"], "torch_compile")
+
+
+# The speaker notes' bands. The chain's is also the roofline arrow's "up" (roofline_claims).
+payoff_claims = Claims(
+    Claim("chain: torch.compile more than {threshold:g}× faster than eager", lambda d: _compile_speedup(d, "chain"),
+          ">", {"cpu": 1.5, "gpu": 2.0}, key="chain"),
+    Claim("two_matmuls gain little from compiling (compiled ÷ eager time within {lo:g}–{hi:g})",
+          lambda d: 1 / _compile_speedup(d, "two_matmuls"), "within", {"gpu": (0.7, 1.4)}, key="matmuls_band"),
+    # a CPU's GEMM is the same library call either way; only "not much" is claimed there
+    Claim("two_matmuls gain little from compiling (torch.compile under {threshold:g}× faster than eager)",
+          lambda d: _compile_speedup(d, "two_matmuls"), "<", {"cpu": 3.0}, key="matmuls"),
+)
 
 
 payoff = Demo(
@@ -528,16 +572,26 @@ def _warm_roofline() -> None:
     _compile(ROOF_WORKLOADS, [scaled_sizes(s) for s in WARM_SCALES])
 
 
-def roofline_claims(d: dict[str, Any]) -> dict[str, bool]:
-    """The chain's eager → compiled arrow (the default workload)."""
-    by = {p["backend"]: p for p in d["points"]}
+def _by_backend(d: dict[str, Any]) -> dict[str, dict]:
+    return {p["backend"]: p for p in d["points"]}
+
+
+def _moved_right(d: dict[str, Any]) -> int | None:
+    """Compiled ÷ eager arithmetic intensity, rounded (None unless the FLOPs are the same)."""
+    by = _by_backend(d)
     e, c = by["torch_eager"], by["torch_compile"]
-    need = 2.0 if d["peaks"]["device"] != "cpu" else 1.05  # see payoff_claims
-    up = speedup(by, "torch_compile") or 0.0  # the arrow's "FLOP/s ×…"
-    return {f"{d['workload']}: torch.compile moves the point ×22 to the right (same FLOPs, 1/22 of the bytes)":
-            round(c["intensity"] / e["intensity"]) == 22 and c["flops"] == e["flops"],
-            f"{d['workload']}: and up, torch.compile reaches over {need:g}× eager's FLOP/s": up > need,
-            "the eager chain sits on the bandwidth slope (memory-bound)": e["bound"] == "memory"}
+    return round(c["intensity"] / e["intensity"]) if c["flops"] == e["flops"] else None
+
+
+# The chain's eager → compiled arrow (the default workload); "up" is the payoff chain claim's speedup
+roofline_claims = Claims(
+    Claim("{d[workload]}: torch.compile moves the point ×{threshold} to the right (same FLOPs, 1/{threshold} of "
+          "the bytes)", _moved_right, "==", 22, key="right"),
+    Claim("{d[workload]}: and up, torch.compile reaches over {threshold:g}× eager's FLOP/s",
+          lambda d: speedup(_by_backend(d), "torch_compile"), ">", payoff_claims["chain"].threshold, key="up"),
+    Claim("the eager chain sits on the bandwidth slope (memory-bound)",
+          lambda d: _by_backend(d)["torch_eager"]["bound"] == "memory", key="memory_bound"),
+)
 
 
 roofline = Demo(
@@ -634,23 +688,25 @@ def _warm_predicted() -> None:
     _compile(PAYOFF_WORKLOADS, [scaled_sizes(1.0), scaled_sizes(0.25)])
 
 
-def predicted_claims(d: dict[str, Any]) -> dict[str, bool]:
-    """GEMMs near the compute roof; on a CPU the compiled chain well above it (costly math). Best
-    deciles: load only slows a run down, so it cannot push a point towards its roof."""
-    ratio = {(p["workload"], p["backend"]): p["p10_s"] / p["predicted_s"] for p in d["points"] if p.get("p10_s")}
-    mm = [r for (w, _), r in ratio.items() if w == "two_matmuls"]
-    out = {"big GEMMs sit near the compute roof: two_matmuls' best form within 4× of its prediction":
-           bool(mm) and min(mm) <= 4.0}
-    if d["peaks"]["device"] == "cpu":
-        out["tanh/exp/sin cost many FLOPs, the model counts 1: the compiled chain over 2× its prediction"] = \
-            ratio.get(("chain", "torch_compile"), 0.0) > 2.0
-    return out
+def _p10_ratios(d: dict[str, Any]) -> dict[tuple[str, str], float]:
+    """Best-decile time ÷ prediction per (workload, backend). Best deciles: load only slows a run
+    down, so it cannot push a point towards its roof."""
+    return {(p["workload"], p["backend"]): p["p10_s"] / p["predicted_s"] for p in d["points"] if p.get("p10_s")}
+
+
+# GEMMs near the compute roof; on a CPU the compiled chain well above it (costly math)
+predicted_claims = Claims(
+    Claim("big GEMMs sit near the compute roof: two_matmuls' best form within {threshold:g}× of its prediction",
+          lambda d: min(r for (w, _), r in _p10_ratios(d).items() if w == "two_matmuls"), "<=", 4.0, key="gemm"),
+    Claim("tanh/exp/sin cost many FLOPs, the model counts 1: the compiled chain over {threshold:g}× its prediction",
+          lambda d: _p10_ratios(d)[("chain", "torch_compile")], ">", {"cpu": 2.0}, key="chain"),
+)
 
 
 predicted = Demo(
     "predicted", "Predicted vs measured",
     controls=lambda kind: [Choice("scale", 1.0, label="size", options=PREDICTED_SCALES), _dtype_control()],
-    measure=measure_predicted, figure=figure_predicted, run_button=True, match=("dtype",),
+    measure=measure_predicted, figure=figure_predicted, run_button=True, opens="kept", match=("dtype",),
     warm=_warm_predicted, record={"budget_s": 0.3}, record_quick={"budget_s": 0.1}, claims=predicted_claims,
 )
 
@@ -740,14 +796,17 @@ def _warm_overheads() -> None:
         _compile(("complex_activation",), [{"N": n} for n in overhead_sizes()], ("torch_compile",), mode)
 
 
-def overheads_claims(d: dict[str, Any]) -> dict[str, bool]:
-    ro, default = d["modes"]["reduce-overhead"], d["modes"]["default"]
-    if d["device"] == "cuda":
-        return {"CUDA graphs lower the small-size floor (reduce-overhead < 0.9× default)":
-                ro[0]["p10_s"] < 0.9 * default[0]["p10_s"]}
-    r = statistics.median(a["p10_s"] / b["p10_s"] for a, b in zip(ro, default))
-    return {"no launches to replay: reduce-overhead within 0.5–2× of the default mode (median over N)":
-            0.5 <= r <= 2.0}
+def _ro_ratios(d: dict[str, Any]) -> list[float]:
+    """reduce-overhead ÷ default best-decile time at each N, smallest first."""
+    return [a["p10_s"] / b["p10_s"] for a, b in zip(d["modes"]["reduce-overhead"], d["modes"]["default"])]
+
+
+overheads_claims = Claims(
+    Claim("CUDA graphs lower the small-size floor (reduce-overhead < {threshold:g}× default)",
+          lambda d: _ro_ratios(d)[0], "<", {"gpu": 0.9}, key="floor"),
+    Claim("no launches to replay: reduce-overhead within {lo:g}–{hi:g}× of the default mode (median over N)",
+          lambda d: statistics.median(_ro_ratios(d)), "within", {"cpu": (0.5, 2.0)}, key="same"),
+)
 
 
 overheads = Demo(
@@ -755,6 +814,6 @@ overheads = Demo(
     controls=lambda kind: [Pow2("largest", 2**(22 if kind == "gpu" else 18), label="largest N",
                                 lo=10 if kind == "gpu" else 8, hi=22 if kind == "gpu" else 18),
                            _dtype_control()],
-    measure=measure_overheads, figure=figure_overheads, run_button=True, match=("dtype",),
+    measure=measure_overheads, figure=figure_overheads, run_button=True, opens="kept", match=("dtype",),
     warm=_warm_overheads, record={"budget_s": 0.3}, record_quick={"budget_s": 0.1}, claims=overheads_claims,
 )

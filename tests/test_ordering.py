@@ -1,0 +1,107 @@
+"""The same answer in any order, generated from the declarations: every demo's counts and claims
+come out the same when it is measured in a fresh process, after every other demo in one process,
+and again after ``forget()`` — and that last run really measures (nothing kept survives forget).
+
+Every claim must hold in every order, and the same claims must apply. A count claim states its
+exact count ("6 ops become 1"), so holding in every order means the same count in every order. A
+demo whose claims fail is measured once more from the declared state (a shared 2-core box can stall
+one timing); a wrong count fails twice.
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+import demos  # noqa: F401  (environment before torch/JAX)
+from demos import topics
+from demos.engine.env import PROJECT_ROOT
+
+DEMOS = topics.load()
+KEYS = [d.key for d in DEMOS]
+
+# One process: measure the named demos in order, in the given passes ("run": as they come, each
+# after the ones before it; "forget": forget() first, then measure). Prints one JSON list.
+_SCRIPT = r'''
+import json, sys
+import demos
+from demos import topics
+from demos.deck.demo import select
+from demos.engine import protocol
+sys.path.insert(0, sys.argv[3])
+from test_ordering import timings
+
+ds = select(topics.load(), sys.argv[1].split(","))
+out = []
+for p in sys.argv[2].split(","):
+    for d in ds:
+        if p == "forget":
+            d.forget()
+            assert protocol.kept_size() == 0 and d._memo is None, d.key
+        data = d.run()
+        claims = d.check_claims(data)
+        retried = False
+        if not all(claims.values()):
+            d.forget()  # once more, from the declared state
+            data, retried = d.run(), True
+            claims = d.check_claims(data)
+        out.append({"key": d.key, "pass": p, "claims": claims, "retried": retried, "timings": timings(data),
+                    "conditions": data.get("conditions")})
+print("ORDERING " + json.dumps(out, default=str))
+'''
+
+
+def timings(data) -> list[float]:
+    """Every measured time in a measurement (keys ending in ``_s``, medians)."""
+    found: list[float] = []
+
+    def walk(x, key=""):
+        if isinstance(x, dict):
+            for k, v in x.items():
+                walk(v, str(k))
+        elif isinstance(x, (list, tuple)):
+            for v in x:
+                walk(v, key)
+        elif isinstance(x, float) and (key.endswith("_s") or "median" in key or key == "seconds"):
+            found.append(x)
+
+    walk({k: v for k, v in data.items() if k not in ("conditions", "values")})
+    return found
+
+
+def _run(keys: list[str], passes: str, timeout: int) -> list[dict]:
+    env = dict(os.environ)
+    r = subprocess.run([sys.executable, "-c", _SCRIPT, ",".join(keys), passes, str(PROJECT_ROOT / "tests")],
+                       cwd=PROJECT_ROOT, env=env, capture_output=True, text=True, timeout=timeout)
+    line = [ln for ln in r.stdout.splitlines() if ln.startswith("ORDERING ")]
+    assert r.returncode == 0 and line, f"{keys}: exit {r.returncode}\n{r.stderr[-3000:]}"
+    return json.loads(line[-1][len("ORDERING "):])
+
+
+@pytest.fixture(scope="module")
+def in_one_process() -> dict[tuple[str, str], dict]:
+    """Every demo, in part order, in one process: measured as they come (each after the ones
+    before it), then each again after forget() (each after every other demo)."""
+    rows = _run(KEYS, "run,forget", timeout=3000)
+    from conftest import ARTIFACTS
+
+    ARTIFACTS.mkdir(exist_ok=True)
+    (ARTIFACTS / "ordering-one-process.json").write_text(json.dumps(rows, indent=1))
+    return {(r["key"], r["pass"]): r for r in rows}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("key", KEYS)
+def test_counts_and_claims_are_the_same_in_any_order(key, in_one_process):
+    fresh = _run([key], "run", timeout=900)[0]
+    first, after = in_one_process[(key, "run")], in_one_process[(key, "forget")]
+    for row in (fresh, first, after):
+        failed = [c for c, ok in row["claims"].items() if not ok]
+        assert not failed, f"{key} ({row['pass']}{', fresh process' if row is fresh else ''}): {failed}"
+    assert set(fresh["claims"]) == set(first["claims"]) == set(after["claims"]), key
+    # after forget() the demo measured again: no time it reports is the one it reported before
+    if first["timings"] and not after["retried"]:
+        assert first["timings"] != after["timings"], f"{key}: after forget() the same times came back (a kept result)"

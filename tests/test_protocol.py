@@ -1,0 +1,236 @@
+"""The declared state every measurement starts from (demos.engine.protocol): fresh compile state,
+the registry of per-process caches, the allocator, the thread policy and its load reading, the
+interleaved timing, and what kept results are keyed on."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+
+import pytest
+
+import demos  # noqa: F401  (environment before torch/JAX)
+from demos.engine import protocol
+from demos.engine.timing import measure_interleaved
+
+
+# -- fresh compile state --------------------------------------------------------------------
+def _poly(x):
+    return abs(x * 2 + 1)
+
+
+def test_fresh_function_is_the_same_function_under_a_name_of_its_own():
+    a, b = protocol.fresh_function(_poly), protocol.fresh_function(_poly)
+    named = protocol.fresh_function(_poly, "part3")
+    assert a.__code__ is not _poly.__code__ and a.__code__ is not b.__code__
+    assert len({a.__name__, b.__name__, named.__name__, _poly.__name__}) == 4 and named.__name__ == "_poly_part3"
+    assert a(-3.0) == b(-3.0) == _poly(-3.0) == 5.0
+    with pytest.raises(TypeError):
+        protocol.fresh_function(len)
+
+
+def test_two_fresh_copies_do_not_share_automatic_dynamic_state():
+    """Dynamo remembers "this dimension varied" per (file, line, name): a copy that kept the name
+    would compile dynamic from its first call because another copy saw two shapes."""
+    torch = pytest.importorskip("torch")
+    seen: list[int] = []
+
+    def backend(gm, example_inputs):
+        seen.append(sum(1 for n in gm.graph.nodes if n.op == "placeholder"))  # a symbolic size adds one
+        return gm.forward
+
+    first = torch.compile(protocol.fresh_function(_poly), backend=backend)
+    first(torch.ones(4))
+    first(torch.ones(8))  # second shape: automatic dynamic recompiles with a symbolic size
+    second = torch.compile(protocol.fresh_function(_poly), backend=backend)
+    second(torch.ones(16))
+    assert seen[0] == 1 and seen[1] > 1, seen  # the first copy went dynamic
+    assert seen[2] == 1, seen                  # the second starts static, as in a fresh process
+
+
+def test_forget_all_empties_every_registered_cache_and_rejects_what_cannot_be_emptied():
+    from demos import topics
+
+    topics.load()
+    box = protocol.kept("tests.box", {})
+    box["x"] = 1
+    assert protocol.kept_size() >= 1 and "tests.box" in protocol.kept_names()
+    protocol.forget_all()
+    assert box == {} and protocol.kept_size() == 0
+    with pytest.raises(TypeError):
+        protocol.kept("tests.bad", 3)
+    # every module-level dict or set a topic keeps between measurements is registered
+    import demos.topics as pkg
+    import importlib
+    import pkgutil
+
+    for mod in pkgutil.iter_modules(pkg.__path__):
+        m = importlib.import_module(f"demos.topics.{mod.name}")
+        for name, value in vars(m).items():
+            if name.startswith("_") and name.strip("_").replace("_", "").isupper() and isinstance(value, (dict, set)):
+                assert any(c is value for c in protocol._KEPT.values()), f"{mod.name}.{name} is not registered"
+
+
+# -- the allocator ----------------------------------------------------------------------------
+def test_the_allocator_is_in_steady_state_on_glibc():
+    if not sys.platform.startswith("linux"):
+        pytest.skip("glibc only")
+    assert protocol.allocator_policy() == "steady"
+
+
+# -- cores: the load reading and the thread policy -------------------------------------------
+@pytest.mark.parametrize("others, cores, want", [(None, 2, 2), (0.0, 2, 2), (0.1, 2, 2), (0.3, 2, 1), (1.0, 2, 1),
+                                                 (3.0, 2, 1), (0.5, 8, 7), (2.6, 8, 5)])
+def test_threads_for_leaves_busy_cores_alone(others, cores, want):
+    assert protocol.threads_for(others, cores) == want
+
+
+def test_conditions_say_when_others_took_the_cores():
+    ok = protocol.Conditions(2, 2, "all cores free", 0.0, others_during=0.2)
+    busy = protocol.Conditions(2, 2, "all cores free", 0.0, others_during=0.9)
+    one = protocol.Conditions(1, 2, "1 of 2 cores busy elsewhere", 1.0, others_during=1.0)
+    assert ok.reliable and not ok.warning() and one.reliable
+    assert not busy.reliable and "0.9 of 2 cores" in busy.warning() and "\n" not in busy.warning()
+    assert one.stamp() == "1 of 2 threads (1 of 2 cores busy elsewhere)"
+
+
+def _spinner(seconds: float) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-c", f"import time\nt=time.time()\nwhile time.time()-t<{seconds}: pass"])
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_the_load_reading_sees_another_busy_process():
+    spin = _spinner(3.0)
+    try:
+        time.sleep(0.5)  # the interpreter has started and spins
+        before = protocol._cpu_snapshot()
+        time.sleep(0.5)
+        others = protocol.others_busy(before)
+    finally:
+        spin.kill()
+        spin.wait()
+    assert others is not None and others >= 0.6, others  # one process spinning is about one core
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_declared_state_chooses_threads_from_the_load_and_reads_it_while_measuring(monkeypatch):
+    torch = pytest.importorskip("torch")
+    monkeypatch.delenv("DEMOS_THREADS", raising=False)
+    spin = _spinner(3.0)
+    try:
+        time.sleep(0.5)
+        protocol._LAST_SNAPSHOT[0] = None  # read over a fresh window
+        protocol.reset_policy()           # as after forget(): choose again
+        with protocol.declared_state() as cond:
+            time.sleep(0.4)
+    finally:
+        spin.kill()
+        spin.wait()
+    assert cond.threads == protocol.threads_for(cond.others_before, cond.cores) == torch.get_num_threads()
+    if cond.cores == 2:
+        assert cond.threads == 1 and "busy elsewhere" in cond.policy
+    assert cond.others_during is not None and cond.others_during >= 0.6
+    with protocol.declared_state() as held:  # the policy is held until forget: no recompile on a flicker
+        pass
+    assert (held.threads, held.policy) == (cond.threads, cond.policy)
+    monkeypatch.setenv("DEMOS_THREADS", "1")
+    with protocol.declared_state() as fixed:
+        pass
+    assert fixed.threads == 1 and fixed.policy == "DEMOS_THREADS=1"
+    protocol.reset_policy()
+
+
+def test_changing_torch_threads_recompiles_which_is_why_the_policy_is_held():
+    """Dynamo guards on torch's thread count: the reason the count changes only at forget()."""
+    torch = pytest.importorskip("torch")
+    graphs: list[int] = []
+
+    def backend(gm, example_inputs):
+        graphs.append(1)
+        return gm.forward
+
+    before = torch.get_num_threads()
+    f = torch.compile(protocol.fresh_function(_poly), backend=backend, dynamic=False)
+    x = torch.ones(64)
+    try:
+        f(x)
+        torch.set_num_threads(1 if before != 1 else 2)
+        f(x)
+    finally:
+        torch.set_num_threads(before)
+    assert len(graphs) == 2
+
+
+# -- interleaved timing -------------------------------------------------------------------------
+def test_interleaved_timing_samples_every_form_in_turn():
+    order: list[str] = []
+
+    def form(name: str, s: float):
+        def fn():
+            order.append(name)
+            time.sleep(s)
+
+        return fn, lambda _o: None
+
+    t = measure_interleaved({"slow": form("slow", 0.004), "fast": form("fast", 0.001)}, warmup=0,
+                            budget_s=0.1, min_samples=6, max_samples=6, min_sample_s=0.0)
+    assert t["slow"].n == t["fast"].n == 6 and t["slow"].median > t["fast"].median
+    rounds = order[2:]  # after the two calibration calls: one sample of each per round, rotated
+    assert [rounds[i:i + 2] for i in range(0, 4, 2)] == [["slow", "fast"], ["fast", "slow"]]
+
+
+def test_a_slow_spell_falls_on_every_form_alike():
+    """A stall that lasts a stretch of time hits interleaved forms equally, not one form."""
+    start = time.perf_counter()
+
+    def form():
+        def fn():
+            if 0.05 < time.perf_counter() - start < 0.15:  # a busy spell of the machine
+                time.sleep(0.003)
+            time.sleep(0.001)
+
+        return fn, lambda _o: None
+
+    t = measure_interleaved({"a": form(), "b": form()}, warmup=0, budget_s=0.4, min_samples=20,
+                            max_samples=200, min_sample_s=0.0)
+    slow = {k: sum(s > 0.0035 for s in v.samples) / len(v.samples) for k, v in t.items()}
+    assert abs(slow["a"] - slow["b"]) < 0.2, slow
+
+
+# -- what kept results depend on ------------------------------------------------------------------
+def test_the_package_digest_changes_with_any_module(tmp_path):
+    from demos.engine.env import PROJECT_ROOT, package_digest
+
+    tree = tmp_path / "demos" / "engine"
+    tree.mkdir(parents=True)
+    (tree / "a.py").write_text("x = 1\n")
+    (tmp_path / "demos" / "b.py").write_text("y = 1\n")
+    first = package_digest(root=tmp_path)
+    (tree / "a.py").write_text("x = 2\n")
+    assert package_digest(root=tmp_path) != first
+    assert package_digest(with_versions=True) != package_digest() == package_digest(root=PROJECT_ROOT)
+    assert package_digest(skip=("engine/",), root=tmp_path) == package_digest(skip=("engine/",), root=tmp_path)
+
+
+def test_a_kept_result_is_dropped_when_the_package_or_versions_change(tmp_path, monkeypatch):
+    import demos.deck.demo as dm
+    from demos import topics
+
+    demo = [d for d in topics.load() if d.instant][0]
+    monkeypatch.setattr(dm, "LAST_DIR", tmp_path)
+    dm.save_last(demo, {"stamp": "s", "x": 1})
+    assert dm.load_last(demo)["x"] == 1
+    monkeypatch.setattr(dm, "_source_hash", lambda d: "another-version")
+    assert dm.load_last(demo) is None
+    saved = json.loads(next(tmp_path.glob("*.json")).read_text())
+    assert saved["source"] != "another-version"
+
+
+def test_the_tests_keep_results_in_a_folder_of_their_own():
+    import os
+
+    from demos.deck.demo import LAST_DIR
+    from demos.engine.env import CACHE_ROOT
+
+    assert os.environ["DEMOS_KEPT_DIR"] and LAST_DIR != CACHE_ROOT / "last"
