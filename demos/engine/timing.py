@@ -167,13 +167,19 @@ def measure_interleaved(
     min_samples: int = 5,
     max_samples: int = 200,
     min_sample_s: float = 2e-4,
+    settle: bool = True,
 ) -> dict[str, Timing]:
     """Steady-state time per call of several forms of one computation, sampled in turn.
 
     ``fns`` maps a name to ``(fn, sync)`` as in :func:`measure`. Each round takes one sample of
     every form, in an order rotated each round, so a slow spell of the machine (another process
     taking a core) lands on every form alike instead of on whichever ran during it; medians and
-    p10/p90 then compare like with like. ``budget_s`` is for all forms together."""
+    p10/p90 then compare like with like. ``budget_s`` is for all forms together.
+
+    With ``settle`` each form's sample follows one untimed call of the same form: a form is timed
+    in its own steady state, not in the wake of another framework (torch's OpenMP workers spin for a
+    while after a parallel region, JAX's pool sleeps between calls: measured here, jax.jit's chain
+    took 1.5–2.5 ms sampled right after torch calls and about 1 ms alone)."""
     inner: dict[str, int] = {}
     one: dict[str, float] = {}
     for name, (fn, sync) in fns.items():
@@ -186,7 +192,7 @@ def measure_interleaved(
         sync(fn())
         one[name] = max(_clock() - t0, 1e-9)
         inner[name] = max(1, min(10_000, int(min_sample_s / one[name])))
-    per_round = sum(one[k] * inner[k] for k in fns) or 1e-9
+    per_round = sum(one[k] * (inner[k] + (1 if settle and len(fns) > 1 else 0)) for k in fns) or 1e-9
     rounds = max(min_samples, min(max_samples, int(budget_s / per_round)))
     names = list(fns)
     samples: dict[str, list[float]] = {k: [] for k in names}
@@ -195,6 +201,8 @@ def measure_interleaved(
         for name in names[k0:] + names[:k0]:
             fn, sync = fns[name]
             n = inner[name]
+            if settle and len(names) > 1:
+                sync(fn())
             t0 = _clock()
             out = None
             for _ in range(n):
