@@ -338,7 +338,8 @@ def test_verdict_from_this_sessions_measurements(sweeps, latency, monkeypatch):
     html = rc.verdict_text(latency, sweeps)
     assert "compile repaid after" in html and "dynamic=False: 8 compiles" in html
     monkeypatch.setattr("demos.deck.demo.load_last", lambda demo: None)
-    rc.compare_modes.forget()
+    monkeypatch.setattr(rc.compile_latency, "_memo", None)  # neither panel measured nor kept
+    monkeypatch.setattr(rc.compare_modes, "_memo", None)
     assert "Run the compile-latency" in rc.verdict_text()
     # the judgment slide reads what the panels show: the kept result a panel opens on …
     monkeypatch.setattr("demos.deck.demo.load_last", lambda demo: latency if demo is rc.compile_latency else None)
@@ -346,6 +347,8 @@ def test_verdict_from_this_sessions_measurements(sweeps, latency, monkeypatch):
     # … and, once measured, the panel's latest measurement
     monkeypatch.setattr(rc.compare_modes, "_memo", (("k",), sweeps))
     assert "dynamic=False: 8 compiles" in rc.verdict_text()
+    rc.recompile_live.forget()  # a later cell runs (and starts from the declared state) …
+    assert "dynamic=False: 8 compiles" in rc.verdict_text()  # … the panel above still shows its sweep
 
 
 # ---------------------------------------------------------------------------------------

@@ -286,11 +286,12 @@ class Demo:
         return load_last(self) if self.instant else None
 
     def forget(self) -> None:
-        """Back to the declared state (:func:`demos.engine.protocol.forget_all`): every demo's
-        memo and every cache a topic registered are dropped, and Dynamo's in-memory caches reset,
-        so the next run measures again. Only the persistent compile caches carry over."""
-        for d in _REGISTRY.values():
-            d._memo = None
+        """Back to the declared state (:func:`demos.engine.protocol.forget_all`): this demo's memo
+        and every cache any topic registered are dropped, and Dynamo's and JAX's in-memory caches
+        reset, so the next run measures again. Only the persistent compile caches carry over.
+        Other demos keep their latest measurement (what their panels show, which the judgment
+        slide reads): it is a result, not state a measurement starts from."""
+        self._memo = None
         forget_all()
 
     # -- recorded runs -------------------------------------------------------------------

@@ -123,7 +123,8 @@ def machine_stamp(machine: dict[str, Any], extra: str = "", date: str = "") -> s
     if machine.get("device") == "cpu" and machine.get("threads_policy"):
         parts.append(machine["threads_policy"])
     elif machine.get("torch_threads") and machine.get("device") == "cpu":
-        parts.append(f"{machine['torch_threads']} torch threads")
+        n = machine["torch_threads"]
+        parts.append(f"{n} torch thread{'s' if n != 1 else ''}")
     if extra:
         parts.append(extra)
     parts.append(vers)

@@ -323,7 +323,7 @@ def choose_threads() -> Conditions:
     else:
         n = threads_for(others, n_cores)
         busy = n_cores - n
-        policy = "all cores free" if busy == 0 else f"{busy} of {n_cores} core{'s' if busy != 1 else ''} busy elsewhere"
+        policy = "all cores free" if busy == 0 else f"{busy} of {n_cores} cores busy elsewhere"
         _POLICY[0] = (n, policy)
     torch = sys.modules.get("torch")
     if torch is not None and torch.get_num_threads() != n:

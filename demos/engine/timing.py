@@ -106,6 +106,20 @@ def first_call(fn: Callable[[], Any], sync: Callable[[Any], None] = no_sync) -> 
     return _clock() - t0, out
 
 
+def _calibrate(fn: Callable[[], Any], sync: Callable[[Any], None], warmup: int, min_sample_s: float) -> tuple[float, int]:
+    """Warm up, then time one call to choose how many calls a sample batches (so the clock's
+    resolution and the loop do not dominate). Returns (seconds of one call, calls per sample)."""
+    out = None
+    for _ in range(max(warmup, 0)):
+        out = fn()
+        sync(out)
+    del out
+    t0 = _clock()
+    sync(fn())
+    one = max(_clock() - t0, 1e-9)
+    return one, max(1, min(10_000, int(min_sample_s / one)))
+
+
 def measure(
     fn: Callable[[], Any],
     sync: Callable[[Any], None] = no_sync,
@@ -122,16 +136,7 @@ def measure(
     output really exists. Calls shorter than ``min_sample_s`` are batched ``inner`` at a time
     (synchronising once per batch) so the clock's resolution and the loop do not dominate.
     """
-    out = None
-    for _ in range(max(warmup, 0)):
-        out = fn()
-        sync(out)
-    del out
-    # Estimate one call's cost to choose the batch size.
-    t0 = _clock()
-    sync(fn())
-    one = max(_clock() - t0, 1e-9)
-    inner = max(1, min(10_000, int(min_sample_s / one)))
+    one, inner = _calibrate(fn, sync, warmup, min_sample_s)
     per_sample = one * inner
     n = int(budget_s / per_sample) if per_sample > 0 else max_samples
     n = max(min_samples, min(max_samples, n))
@@ -183,15 +188,7 @@ def measure_interleaved(
     inner: dict[str, int] = {}
     one: dict[str, float] = {}
     for name, (fn, sync) in fns.items():
-        out = None
-        for _ in range(max(warmup, 0)):
-            out = fn()
-            sync(out)
-        del out
-        t0 = _clock()
-        sync(fn())
-        one[name] = max(_clock() - t0, 1e-9)
-        inner[name] = max(1, min(10_000, int(min_sample_s / one[name])))
+        one[name], inner[name] = _calibrate(fn, sync, warmup, min_sample_s)
     per_round = sum(one[k] * (inner[k] + (1 if settle and len(fns) > 1 else 0)) for k in fns) or 1e-9
     rounds = max(min_samples, min(max_samples, int(budget_s / per_round)))
     names = list(fns)
