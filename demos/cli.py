@@ -19,6 +19,9 @@ def cmd_info(args: argparse.Namespace) -> int:
                 "jaxlib", "jax_backend", "jax_devices", "triton"):
         if m.get(key) not in (None, "", []):
             print(f"  {key:<18} {m[key]}")
+    print("Measuring (the declared state, demos/engine/protocol.py)")
+    for line in _protocol_lines():
+        print(f"  {line}")
     print("Backends" + (" (each test-compiled)" if args.check else ""))
     status = backend_status(check_compile=args.check)
     for b in BACKENDS:
@@ -29,6 +32,25 @@ def cmd_info(args: argparse.Namespace) -> int:
             line += f"\n      fix: {s['fix']}"
         print(line)
     return 0
+
+
+def _protocol_lines() -> list[str]:
+    """What a measurement would start from here: allocator, the thread policy from the load now,
+    and a tiny parallel op timed (tens of µs with free cores, ~8 ms when a worker waits a timeslice)."""
+    from demos.engine import protocol
+    from demos.engine.devices import torch_or_none
+
+    torch_or_none()
+    cond = protocol.choose_threads()
+    others = "unknown" if cond.others_before is None else f"{cond.others_before:.2f} cores"
+    lines = [f"{'allocator':<18} {cond.allocator}",
+             f"{'others_busy':<18} {others} (other processes, over 0.1 s)",
+             f"{'thread_policy':<18} {cond.stamp()}"]
+    probe = protocol.parallel_probe()
+    if probe is not None:
+        lines.append(f"{'parallel_probe':<18} 2^18-float add on {probe['threads']} thread{'s' if probe['threads'] != 1 else ''}: median "
+                     f"{probe['median_s'] * 1e6:.0f} µs, max {probe['max_s'] * 1e6:.0f} µs")
+    return lines
 
 
 def _parse_list(text: str | None, valid, kind: str) -> list[str] | None:

@@ -240,3 +240,24 @@ def test_the_tests_keep_results_in_a_folder_of_their_own():
     from demos.engine.env import CACHE_ROOT
 
     assert os.environ["DEMOS_KEPT_DIR"] and LAST_DIR != CACHE_ROOT / "last"
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_a_child_process_the_measurement_waits_for_is_its_own_work():
+    """A cold compile is measured in a fresh process: its CPU is this measurement's, not another
+    process's load (otherwise part 5's compile latency would always warn of busy cores)."""
+    before = protocol._cpu_snapshot()
+    subprocess.run([sys.executable, "-c", "import time\nt=time.time()\nwhile time.time()-t<0.6: pass"], check=True)
+    others = protocol.others_busy(before)
+    assert others is not None and others < 0.5, others
+
+
+def test_choosing_a_policy_reads_a_real_window_even_right_after_a_measurement(monkeypatch):
+    monkeypatch.delenv("DEMOS_THREADS", raising=False)
+    with protocol.declared_state():
+        pass
+    protocol.reset_policy()  # as after forget(): the next measurement chooses again, at once
+    with protocol.declared_state() as cond:
+        pass
+    assert cond.others_before is not None
+    protocol.reset_policy()

@@ -205,7 +205,9 @@ def _cpu_snapshot() -> tuple[float, float, float] | None:
     vals = [float(x) for x in fields]
     idle = vals[3] + (vals[4] if len(vals) > 4 else 0.0)       # idle + iowait
     busy = sum(vals[:8]) - idle                                 # user…steal, without guest (counted in user)
-    mine = float(own[11]) + float(own[12])                      # utime + stime of every thread
+    # utime + stime of every thread, and of the children this process waited for (a cold compile
+    # measured in a fresh process is this measurement's own work, not another process's load)
+    mine = sum(float(x) for x in own[11:15])
     hz = _ticks()
     return time.monotonic(), busy / hz, mine / hz
 
@@ -223,11 +225,13 @@ _LAST_SNAPSHOT: list = [None]
 BUSY_CORE = 0.5   # another process using over half a core makes a 2-core parallel timing wait
 
 
-def load_now(window_s: float = 0.1) -> float | None:
+def load_now(window_s: float = 0.1, fresh: bool = False) -> float | None:
     """Other processes' CPU use (in cores) over the last moments: since the previous reading when
-    that was under 2 s ago (free), else over a fresh ``window_s`` sample."""
+    that was between ``window_s`` and 2 s ago (free), else over a fresh ``window_s`` sample; with
+    ``fresh``, always a window of at least ``window_s`` (what choosing a policy needs)."""
     prev = _LAST_SNAPSHOT[0]
-    if prev is None or time.monotonic() - prev[0] > 2.0:
+    age = time.monotonic() - prev[0] if prev is not None else None
+    if age is None or age > 2.0 or (fresh and age < window_s):
         prev = _cpu_snapshot()
         time.sleep(window_s)
     now = _cpu_snapshot()
@@ -315,7 +319,7 @@ def choose_threads() -> Conditions:
 
     n_cores = cores()
     fixed = fixed_threads()
-    others = load_now()
+    others = load_now(fresh=fixed is None and _POLICY[0] is None)
     if fixed is not None:
         n, policy = fixed, f"DEMOS_THREADS={fixed}"
     elif _POLICY[0] is not None:
