@@ -59,6 +59,7 @@ def check_demo(demo, out: Path) -> Row:
     _reset_peak(device)
     t0 = time.perf_counter()
     try:
+        demo.forget()  # from the declared state, as a live cell does
         data = demo.run()
         result = demo.figure(data, None)
         fig = result[0] if isinstance(result, tuple) else result

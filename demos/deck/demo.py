@@ -330,10 +330,12 @@ class Demo:
         return out
 
     def record_into(self, rec, quick: bool = False) -> dict:
-        """Measure the recorded configuration and store it in ``rec.sections[topic][name]``."""
+        """Measure the recorded configuration, from the declared state as a live cell does, and
+        store it in ``rec.sections[topic][name]``."""
         values = dict(self.record)
         if quick:
             values.update(self.record_quick)
+        self.forget()
         data = self.run(values)
         data.pop("stamp", None)  # the record's machine and date stamp it when drawn
         if self.to_record is not None:
