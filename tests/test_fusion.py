@@ -253,9 +253,20 @@ def test_missing_jax_is_one_line_for_the_jax_only_panel(monkeypatch):
 
 
 def test_rerunning_gives_the_same_counts():
+    """Measured again from the declared state (what Run and a re-executed cell do), not read back
+    from the cache of generated code: the second measurement compiles and profiles anew."""
+    from demos.engine import protocol
+    from demos.introspection import codegen
+
     a = fusion.measure_kernels("complex_activation")["forms"]
+    before = dict(codegen._CACHE)
+    assert before
+    protocol.forget_all()
+    assert not codegen._CACHE
     b = fusion.measure_kernels("complex_activation")["forms"]
+    assert codegen._CACHE and all(codegen._CACHE[k] is not v for k, v in before.items() if k in codegen._CACHE)
     assert {k: v["count"] for k, v in a.items()} == {k: v["count"] for k, v in b.items()}
+    assert a["torch_eager"]["count"] == 6 and a["torch_compile"]["count"] == 1
 
 
 # =======================================================================================
