@@ -124,12 +124,13 @@ def test_claim_latency_flat_at_small_n_and_about_linear_at_large_n():
     assert flat.holds(s[2**8] / s[2**4], "cpu"), s
     c = {n: p["median"] for n, p in zip(small["Ns"], small["series"]["complex_activation"])}
     assert flat.holds(c[2**8] / c[2**4], "cpu"), c
-    # tensors ≥ 32 MiB (2^23 float32): glibc serves every allocation the same way (fresh pages
-    # from the OS), so the top of the range compares like with like
-    large = eager.measure_regimes("add", 23, 25, budget_s=0.05, with_activation=False, threads=1)
+    # tensors of 64 MiB and more (2^24 float32): glibc gives every one fresh pages from the OS (the
+    # deck's steady allocator keeps only up to 32 MiB and trims its heap beyond 64 MiB; a 32 MiB
+    # tensor may or may not come from the heap's top), so the top of the range compares like with like
+    large = eager.measure_regimes("add", 24, 25, budget_s=0.05, with_activation=False, threads=1)
     g = {n: p["median"] for n, p in zip(large["Ns"], large["series"]["add"])}
-    # 4× more elements: between 2× and 8× the time — about linear (bandwidth), not flat
-    assert 2.0 <= g[2**25] / g[2**23] <= 8.0, g
+    # 2× more elements: between 1.4× and 4× the time — about linear (bandwidth), not flat
+    assert 1.4 <= g[2**25] / g[2**24] <= 4.0, g
     assert large["bandwidth_Bps"] > 1e8 and small["floors_s"]["add"] < 1e-3
     json.dumps(large)
 

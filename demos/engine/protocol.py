@@ -13,7 +13,7 @@ in ``make warm``/``check``/``record`` and in the tests:
    returns it on ``free``, so eager torch pays a page fault per 4 KiB page of every intermediate
    until the dynamic threshold happens to rise: the same chain ran 15 ms in a fresh process and
    5.7 ms once warm (1 thread, 2^20 floats). :func:`steady_allocator` (called at ``import demos``)
-   keeps buffers up to 32 MiB on the heap and never trims it, which is where a training loop's
+   keeps buffers up to 32 MiB on the heap and trims it only beyond 64 MiB, which is where a training loop's
    allocator ends up after its first step; first calls are still timed apart.
 3. **Threads from what the machine offers.** On 2 cores, a second busy process makes each of
    torch's parallel regions wait for a descheduled worker (~8 ms, a scheduler timeslice). At the
@@ -150,11 +150,15 @@ def fresh_function(fn: Callable, tag: str = "") -> Callable:
 # =======================================================================================
 _M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3
 STEADY_MMAP_BYTES = 32 * 2**20   # glibc's largest allowed mmap threshold on 64-bit
+# Free memory above this at the heap's top goes back to the OS: the heap keeps enough for a step's
+# intermediates, and a buffer of 64 MiB or more always gets fresh pages (a request the top could
+# serve bypasses the mmap threshold), so the top of part 1's sweep compares like with like.
+STEADY_TRIM_BYTES = 64 * 2**20
 _ALLOCATOR: dict[str, Any] = {"policy": "default"}
 
 
 def steady_allocator() -> str:
-    """Keep freed buffers up to 32 MiB in the heap and never trim it (glibc ``mallopt``), so
+    """Keep freed buffers up to 32 MiB in the heap and trim only beyond 64 MiB (glibc ``mallopt``), so
     eager's intermediates are reused as in a training loop's steady state instead of page-faulting
     anew each call. Returns the policy in force ("steady" or why not). ``DEMOS_ALLOCATOR=default``
     leaves glibc's defaults (to show the difference)."""
@@ -169,7 +173,7 @@ def steady_allocator() -> str:
     except (OSError, AttributeError):
         _ALLOCATOR["policy"] = "the platform's (no glibc)"
         return _ALLOCATOR["policy"]
-    ok = mallopt(_M_MMAP_THRESHOLD, STEADY_MMAP_BYTES) == 1 and mallopt(_M_TRIM_THRESHOLD, 2**31 - 1) == 1
+    ok = mallopt(_M_MMAP_THRESHOLD, STEADY_MMAP_BYTES) == 1 and mallopt(_M_TRIM_THRESHOLD, STEADY_TRIM_BYTES) == 1
     _ALLOCATOR["policy"] = "steady" if ok else "glibc defaults (mallopt refused)"
     return _ALLOCATOR["policy"]
 
