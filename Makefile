@@ -34,7 +34,7 @@ $(STAMP): pyproject.toml
 PART    ?= 1
 PORT    ?= 8888
 RESULTS ?=
-EXPORT_ARGS = $(if $(RESULTS),--results $(RESULTS),) $(if $(PARTS),--parts $(PARTS),)
+EXPORT_ARGS = $(if $(RESULTS),--results $(RESULTS),) $(if $(PARTS),--parts $(PARTS),) $(if $(PLACEHOLDERS),--placeholders,)
 NPM_STAMP := node_modules/.package-lock.json
 
 present: $(STAMP)
@@ -48,10 +48,10 @@ $(NPM_STAMP): package.json package-lock.json
 	npm ci --no-audit --no-fund --ignore-scripts --silent
 
 html: $(STAMP) $(NPM_STAMP)
-	$(PY) -m demos.deck.export html $(EXPORT_ARGS)
+	$(PY) -m demos export html $(EXPORT_ARGS)
 
 pdf: $(STAMP) $(NPM_STAMP)
-	$(PY) -m demos.deck.export pdf $(EXPORT_ARGS)
+	$(PY) -m demos export pdf $(EXPORT_ARGS)
 
 test: $(STAMP)
 	$(PY) -m pytest $(PYTEST_ARGS)

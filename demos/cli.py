@@ -6,6 +6,7 @@ import sys
 import time
 
 from demos import BACKENDS
+from demos.engine.errors import DemoError
 
 
 
@@ -53,27 +54,16 @@ def _protocol_lines() -> list[str]:
     return lines
 
 
-def _parse_list(text: str | None, valid, kind: str) -> list[str] | None:
-    if not text:
-        return None
-    from demos.engine.errors import unknown_name
-
-    items = [t.strip() for t in text.split(",") if t.strip()]
-    for t in items:
-        if t not in valid:
-            raise unknown_name(kind, t, valid)
-    return items
-
-
 def cmd_bench(args: argparse.Namespace) -> int:
     from demos.engine.bench import bench, table, text_progress
+    from demos.engine.entry import name_list
+    from demos.engine.outputs import output_file
     from demos.engine.workloads import WORKLOADS
 
-    from demos.engine.results import check_writable
-
-    out = check_writable(args.json) if args.json else None  # before measuring, not after
-    workloads = _parse_list(args.workload, WORKLOADS, "workload")
-    backends = _parse_list(args.backend, BACKENDS, "backend")
+    # every refusal before measuring, not after
+    out = output_file(args.json, "record", "--json", force=args.force) if args.json is not None else None
+    workloads = name_list(args.workload, list(WORKLOADS), "workload")
+    backends = name_list(args.backend, list(BACKENDS), "backend")
     t0 = time.perf_counter()
     rec = bench(workloads, backends, quick=args.quick, dtype=args.dtype, progress=text_progress())
     print(table(rec))
@@ -89,18 +79,23 @@ def _demos(names: str | None = None):
     from demos import topics
     from demos.deck.demo import select
 
-    return select(topics.load(), [n.strip() for n in names.split(",") if n.strip()] if names else None)
+    if names is not None and not [n for n in names.split(",") if n.strip()]:
+        raise DemoError(f"--demo {names!r}: an empty list; name a demo or a topic")
+    return select(topics.load(), [n.strip() for n in names.split(",") if n.strip()] if names is not None else None)
 
 
 def cmd_record(args: argparse.Namespace) -> int:
     from demos.engine.bench import bench, text_progress
     from demos.engine.errors import one_line
-    from demos.engine.results import RESULTS_DIR, Record, check_writable, default_filename
+    from demos.engine.outputs import output_file
+    from demos.engine.results import Record, default_path
     from demos.introspection.profiling import keeping_traces
 
-    # the output is checked before minutes of measuring, not after
-    out = check_writable(args.out or RESULTS_DIR / default_filename(Record.new()))
+    # the output is checked before minutes of measuring, not after; by default a new file
+    # named for the device, date and time (a second record the same day never replaces the first)
     demos = _demos(args.demo)
+    out = output_file(args.out if args.out is not None else default_path(Record.new()), "record", "--out",
+                      force=args.force)
     t0 = time.perf_counter()
     rec = bench(quick=args.quick, progress=text_progress())
     rec.label = "reference run" + (" (quick)" if args.quick else "")
@@ -128,12 +123,13 @@ def cmd_warm(args: argparse.Namespace) -> int:
     problem = cache_problem()  # before minutes of compiling into caches nobody keeps
     if problem:
         raise DemoError(problem)
+    demos = _demos(args.demo)  # an unknown name is refused before the preload
     t0 = time.perf_counter()
     from demos.topics import preload
 
     print(f"preloaded what a presenter's kernel loads: {preload():.1f} s", flush=True)  # its compile is cached too
     failed = 0
-    for demo in _demos(args.demo):
+    for demo in demos:
         t1 = time.perf_counter()
         try:
             demo.warm_up()
@@ -162,7 +158,8 @@ def cmd_ui_bench(args: argparse.Namespace) -> int:
 def cmd_walk(args: argparse.Namespace) -> int:
     from demos.deck.walk import main as walk_main
 
-    return walk_main((["--parts", args.parts] if args.parts else []) + (["--out", args.out] if args.out else []))
+    return walk_main((["--parts", args.parts] if args.parts is not None else [])
+                     + (["--out", args.out] if args.out is not None else []))
 
 
 def cmd_trace(args: argparse.Namespace) -> int:
@@ -171,10 +168,13 @@ def cmd_trace(args: argparse.Namespace) -> int:
     import json
     from pathlib import Path
 
-    from demos.engine.results import check_writable
+    from demos.engine.outputs import output_file, write_atomic
 
-    png = check_writable(args.png) if args.png else None  # before reading, not after
-    out = check_writable(args.json) if args.json else None
+    # refused before reading: empty names, the input itself, a foreign file, an unwritable place
+    png = output_file(args.png, "png", "--png", inputs=[args.file], force=args.force) if args.png is not None else None
+    out = output_file(args.json, "timeline", "--json", inputs=[args.file], force=args.force) if args.json is not None else None
+    if png is not None and out is not None and png.resolve() == out.resolve():
+        raise DemoError(f"--png and --json name the same file {png}")
     from demos.introspection import profiling, trace
 
     run = trace.load_timeline(args.file)
@@ -183,12 +183,20 @@ def cmd_trace(args: argparse.Namespace) -> int:
         from demos.engine.plots import to_png
 
         fig = profiling.timeline_figure([run], [Path(args.file).name], stamp=_trace_stamp(run))
-        png.write_bytes(to_png(fig))
+        write_atomic(png, to_png(fig))
         print(f"wrote {png}")
     if out:
-        out.write_text(json.dumps(run, indent=1) + "\n")
+        write_atomic(out, json.dumps(run, indent=1) + "\n")
         print(f"wrote {out}")
     return 0
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    """``python -m demos export html|pdf …``: the export (demos.deck.export) given the declared
+    demos, so a recorded-only export refuses a record that lacks figures before executing anything."""
+    from demos.deck.export import main as export_main
+
+    return export_main(args.rest, demos=_demos)
 
 
 def _trace_stamp(run: dict) -> str:
@@ -201,9 +209,9 @@ def _trace_stamp(run: dict) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from demos.engine.errors import DemoError
+    from demos.engine.entry import Parser, guarded
 
-    ap = argparse.ArgumentParser(prog="python -m demos", description=__doc__)
+    ap = Parser(prog="python -m demos", description=__doc__)
     sub = ap.add_subparsers(dest="cmd", required=True)
     p = sub.add_parser("info", help="machine, devices, versions and which backends work")
     p.add_argument("--check", action="store_true", help="really test-compile with torch.compile")
@@ -211,13 +219,15 @@ def main(argv: list[str] | None = None) -> int:
     p = sub.add_parser("bench", help="every workload × every working backend")
     p.add_argument("--quick", action="store_true", help="small sizes (well under a few minutes on 2 cores)")
     p.add_argument("--json", metavar="FILE", help="also write the results record to FILE")
+    p.add_argument("--force", action="store_true", help="replace FILE even if it is not a results record")
     p.add_argument("--workload", help="comma-separated subset of workloads")
     p.add_argument("--backend", help="comma-separated subset of backends")
     p.add_argument("--dtype", default="float32", choices=["float32", "bfloat16", "float16"])
     p.set_defaults(func=cmd_bench)
-    p = sub.add_parser("record", help="run every demo's defaults and write assets/results/<device>-<date>.json")
+    p = sub.add_parser("record", help="run every demo's defaults and write a new assets/results/<device>-<date>-<time>.json")
     p.add_argument("--quick", action="store_true")
-    p.add_argument("--out", metavar="FILE", help="where to write (default: assets/results/<device>-<date>.json)")
+    p.add_argument("--out", metavar="FILE", help="where to write (default: a new assets/results/<device>-<date>-<time>.json)")
+    p.add_argument("--force", action="store_true", help="replace FILE even if it is not a results record")
     p.add_argument("--demo", help="comma-separated demos or topics (default: all)")
     p.set_defaults(func=cmd_record)
     p = sub.add_parser("ui-bench", help="warm interaction latency of every live panel")
@@ -238,13 +248,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("file", metavar="FILE", help="what prof.export_chrome_trace(path) wrote")
     p.add_argument("--png", metavar="OUT", help="also draw the two-lane timeline to OUT (PNG)")
     p.add_argument("--json", metavar="OUT", help="also write the timeline data (lanes, counts) to OUT")
+    p.add_argument("--force", action="store_true", help="replace OUT even if it is not what this command writes")
     p.set_defaults(func=cmd_trace)
+    p = sub.add_parser("export", add_help=False, help="the deck as offline HTML or PDF (python -m demos.deck.export)")
+    p.add_argument("rest", nargs=argparse.REMAINDER)
+    p.set_defaults(func=cmd_export)
     args = ap.parse_args(argv)
-    try:
-        return args.func(args)
-    except DemoError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        return 130
+    if args.cmd == "export":  # the export parses its own arguments and guards itself
+        return cmd_export(args)
+    return guarded(f"python -m demos {args.cmd}", lambda: args.func(args))

@@ -288,4 +288,4 @@ def test_a_bad_results_file_stops_the_export_in_one_line(content, tmp_path, caps
 
 def test_missing_results_file_is_one_clear_line(capsys):
     assert export.main(["pdf", "--results", "assets/results/nope.json", "--notebook", str(FIXTURE)]) == 2
-    assert "no recorded results file" in capsys.readouterr().err
+    assert capsys.readouterr().err == "export: assets/results/nope.json: no such file\n"

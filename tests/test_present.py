@@ -67,7 +67,10 @@ def test_makefile_present_uses_the_guarded_launcher():
     assert "-m demos warm" in out and "--mark-warm" in out
     out = subprocess.run(["make", "-n", "pdf", "RESULTS=assets/results/r.json"], cwd=ROOT, capture_output=True,
                          text=True, check=True).stdout
-    assert "-m demos.deck.export pdf --results assets/results/r.json" in out
+    assert "-m demos export pdf --results assets/results/r.json" in out
+    out = subprocess.run(["make", "-n", "pdf", "RESULTS=r.json", "PLACEHOLDERS=1"], cwd=ROOT, capture_output=True,
+                         text=True, check=True).stdout
+    assert "--results r.json" in out and "--placeholders" in out
 
 
 def test_part_paths():

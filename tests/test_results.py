@@ -2,7 +2,7 @@ import json
 
 from demos.engine.bench import bench, figure
 from demos.engine.plots import to_png
-from demos.engine.results import Record, Row, default_filename, reference
+from demos.engine.results import Record, Row, default_filename, default_path, reference
 
 
 def small_record():
@@ -57,7 +57,11 @@ def test_not_a_record_is_refused(tmp_path):
 def test_reference_reads_env_and_default_name(tmp_path, monkeypatch):
     rec = Record(machine={"device": "cuda", "gpu_name": "NVIDIA H200", "device_name": "NVIDIA H200"},
                  created="2026-11-21T10:00:00+00:00")
-    assert default_filename(rec) == "h200-2026-11-21.json"
+    assert default_filename(rec) == "h200-2026-11-21-100000.json"  # device, date and time
     path = rec.save(tmp_path / default_filename(rec))
     monkeypatch.setenv("DEMOS_RESULTS", str(path))
     assert reference().machine["gpu_name"] == "NVIDIA H200"
+    # a second record with the same name never replaces the first
+    second = default_path(rec, tmp_path)
+    assert second.name == "h200-2026-11-21-100000-2.json" and not second.exists()
+    assert rec.save(second) == second and path.exists()

@@ -313,7 +313,7 @@ def test_cli_bad_file_one_line_exit_2_no_traceback(tmp_path, content):
     bad.write_text(content)
     r = _cli(bad)
     assert r.returncode == 2 and r.stdout == ""
-    assert r.stderr.startswith("error: ") and len(r.stderr.strip().splitlines()) == 1
+    assert r.stderr.startswith("python -m demos trace: ") and len(r.stderr.strip().splitlines()) == 1
     assert str(bad) in r.stderr and "Traceback" not in r.stderr
 
 
@@ -366,6 +366,7 @@ def test_cuda_graph_replay_unlinked_device_work_and_malformed_events():
     assert [e["kind"] for e in run["lanes"]["device"]] == ["memcpy", "kernel", "kernel"]
     assert run["counts"]["kernels"] == 2 and run["counts"]["memcpy"] == 1
     assert run["wall_us"] == 200.0 and run["device"] == "cuda"
+    assert run["counts"]["refused"] == 1 and "'no-ts'" in run["refused_events"][0]
 
 
 @pytest.mark.slow

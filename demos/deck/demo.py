@@ -28,6 +28,7 @@ from __future__ import annotations
 import inspect
 import json
 import math
+import numbers
 import os
 import sys
 import time
@@ -61,6 +62,33 @@ class Control:
         """Every value the control can take, in order (for tests and the UI benchmark)."""
         raise NotImplementedError
 
+    def allowed(self) -> str:
+        """What the control accepts, in words (the second half of a refusal)."""
+        return "one of " + ", ".join(_show(v) for v in self.values())
+
+    def check(self, value: Any) -> Any:
+        """``value`` when the control can take it; otherwise DemoError, one line naming the control,
+        the value and what is allowed, e.g. ``N=0: must be a power of two from 2^10 to 2^24``.
+        The one check every value passes before anything is measured or allocated."""
+        if any(_same_value(value, v) for v in self.values()):
+            return value
+        raise self.refuse(value)
+
+    def refuse(self, value: Any) -> DemoError:
+        return DemoError(f"{self.name}={_show(value)}: must be {self.allowed()}")
+
+    def bad_values(self) -> list[Any]:
+        """Values the control must refuse: its bounds ±1 (where it has bounds), 0, a float, a
+        bool, a string and None (the generated bad-value tests)."""
+        vals = self.values()
+        cands: list[Any] = [0, 1.5, True, False, "abc", "", None, float("nan")]
+        nums = [v for v in vals if isinstance(v, numbers.Real) and not isinstance(v, bool)]
+        if nums:
+            cands += [min(nums) - 1, max(nums) + 1]
+            if all(_whole(v) for v in nums):
+                cands.append(float(nums[0]))  # 2.0 is not the option 2
+        return [c for c in cands if not any(_same_value(c, v) for v in vals)]
+
     def neighbour(self, value: Any) -> Any:
         """A nearby valid value different from ``value`` (a small, realistic move)."""
         vals = self.values()
@@ -78,6 +106,42 @@ def _widgets():
     import ipywidgets  # Jupyter-only: imported lazily
 
     return ipywidgets
+
+
+def _show(v: Any) -> str:
+    """A value as a refusal shows it: powers of two as 2^k, strings quoted."""
+    if isinstance(v, bool) or v is None:
+        return repr(v)
+    if isinstance(v, numbers.Integral) and v >= 1024 and v & (v - 1) == 0:
+        return f"2^{int(v).bit_length() - 1}"
+    if isinstance(v, (tuple, list)):
+        return "(" + ", ".join(_show(x) for x in v) + ")"
+    return repr(v) if isinstance(v, str) else str(v)
+
+
+def _whole(v: Any) -> bool:
+    """An integer that is not a bool (numpy integers count)."""
+    return isinstance(v, numbers.Integral) and not isinstance(v, bool)
+
+
+def _same_value(a: Any, b: Any) -> bool:
+    """``a == b`` of the same kind: True is not 1, 2.0 is not the integer option 2, "1" is not 1."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return isinstance(a, bool) and isinstance(b, bool) and a == b
+    if isinstance(b, str) or isinstance(a, str):
+        return isinstance(a, str) and isinstance(b, str) and a == b
+    if _whole(b):
+        return _whole(a) and a == b
+    if isinstance(b, numbers.Real):
+        return isinstance(a, numbers.Real) and math.isfinite(float(a)) and a == b
+    return a == b
+
+
+def _pow2_exponent(v: Any) -> int | None:
+    """k when ``v`` is the integer 2^k (k >= 0), else None."""
+    if _whole(v) and v >= 1 and int(v) & (int(v) - 1) == 0:
+        return int(v).bit_length() - 1
+    return None
 
 
 @dataclass
@@ -117,6 +181,19 @@ class Pow2(Control):
     def values(self) -> list[int]:
         return [2**k for k in range(self.lo, self.hi + 1)]
 
+    def allowed(self) -> str:
+        return f"a power of two from 2^{self.lo} to 2^{self.hi}"
+
+    def check(self, value: Any) -> Any:
+        k = _pow2_exponent(value)
+        if k is None or not self.lo <= k <= self.hi:
+            raise self.refuse(value)
+        return int(value)
+
+    def bad_values(self) -> list[Any]:
+        lo, hi = 2**self.lo, 2**self.hi
+        return [lo - 1, lo // 2 if self.lo > 0 else 3, hi + 1, hi * 2, 0, -lo, float(lo), True, "abc", None]
+
     def widget(self):
         w = _widgets()
         return w.SelectionSlider(options=[(f"2^{k}", 2**k) for k in range(self.lo, self.hi + 1)],
@@ -133,6 +210,22 @@ class Pow2Range(Control):
     def values(self) -> list[tuple[int, int]]:
         a, b = self.default
         return [(a, b)] + [(a, v) for v in (2**k for k in range(self.lo, self.hi + 1)) if v > a and v != b]
+
+    def allowed(self) -> str:
+        return f"a pair (low, high) of powers of two from 2^{self.lo} to 2^{self.hi}, low ≤ high"
+
+    def check(self, value: Any) -> Any:
+        if not isinstance(value, (tuple, list)) or len(value) != 2:
+            raise self.refuse(value)
+        ks = [_pow2_exponent(v) for v in value]
+        if any(k is None or not self.lo <= k <= self.hi for k in ks) or ks[0] > ks[1]:
+            raise self.refuse(value)
+        return (int(value[0]), int(value[1]))
+
+    def bad_values(self) -> list[Any]:
+        lo, hi = 2**self.lo, 2**self.hi
+        return [(lo - 1, hi), (lo, hi + 1), (lo // 2 if self.lo > 0 else 3, hi), (lo, hi * 2), (hi, lo),
+                (0, hi), (float(lo), hi), (lo,), lo, True, "abc", None]
 
     def widget(self):
         w = _widgets()
@@ -153,6 +246,18 @@ class Int(Control):
 
     def values(self) -> list[int]:
         return list(range(self.lo, self.hi + 1, self.step))
+
+    def allowed(self) -> str:
+        step = f" in steps of {self.step}" if self.step != 1 else ""
+        return f"a whole number from {self.lo} to {self.hi}{step}"
+
+    def check(self, value: Any) -> Any:
+        if not _whole(value) or not self.lo <= value <= self.hi or (value - self.lo) % self.step:
+            raise self.refuse(value)
+        return int(value)
+
+    def bad_values(self) -> list[Any]:
+        return [self.lo - 1, self.hi + 1, 0 if self.lo > 0 else -1, self.lo + 0.5, True, "abc", None]
 
     def widget(self):
         w = _widgets()
@@ -253,12 +358,43 @@ class Demo:
         view = {c.name for c in self.control_list() if c.view}
         return {k: v for k, v in values.items() if k not in view}
 
+    def validate(self, values: dict[str, Any] | None) -> dict[str, Any]:
+        """Every value checked against its declaration, once, before anything is measured or
+        allocated; missing ones take their defaults. A control's value must be one it can take
+        (:meth:`Control.check`); a numeric keyword of ``measure`` that is no control (a timing
+        budget ``make record`` passes) must be a positive, finite number of its default's kind. Anything else is DemoError,
+        one line naming the demo, the name and what is allowed."""
+        controls = {c.name: c for c in self.control_list()}
+        vals = {k: c.default for k, c in controls.items()}
+        if values is None:
+            return vals
+        if not isinstance(values, dict):
+            raise DemoError(f"{self.key}: values must be a dict of control values, not {type(values).__name__}")
+        params = inspect.signature(self.measure).parameters
+        for k, v in values.items():
+            if k in controls:
+                try:
+                    vals[k] = controls[k].check(v)
+                except DemoError as exc:
+                    raise DemoError(f"{self.key}: {exc}") from None
+            elif isinstance(k, str) and k in params and k != "progress" and isinstance(
+                    params[k].default, numbers.Real) and not isinstance(params[k].default, bool):
+                whole = _whole(params[k].default)
+                if not (_whole(v) if whole else isinstance(v, numbers.Real) and not isinstance(v, bool)) \
+                        or not math.isfinite(v) or v <= 0:
+                    raise DemoError(f"{self.key}: {k}={_show(v)}: must be a positive "
+                                    f"{'whole number' if whole else 'number'}")
+                vals[k] = v
+            else:
+                raise DemoError(f"{self.key} has no control {k!r}; its controls: "
+                                f"{', '.join(controls) or 'none'}")
+        return vals
+
     # -- measuring ---------------------------------------------------------------------
     def run(self, values: dict[str, Any] | None = None, progress: Progress | None = None) -> dict:
         """Measure at ``values`` (missing ones take their defaults). A change of view-only
         controls reuses the last measurement. The result carries ``values`` and ``stamp``."""
-        vals = self.defaults()
-        vals.update(values or {})
+        vals = self.validate(values)
         args = self._measure_args(vals)
         key = tuple(sorted((k, repr(v)) for k, v in args.items()))
         if self._memo is not None and self._memo[0] == key:
@@ -395,15 +531,9 @@ class Demo:
         unknown = set(overrides) - {c.name for c in controls}
         if unknown:
             raise DemoError(f"{self.key} has no control {', '.join(sorted(unknown))}; "
-                            f"valid: {', '.join(c.name for c in controls)}")
-        specs = []
-        for c in controls:
-            if c.name in overrides:
-                if overrides[c.name] not in c.values() and not isinstance(c, Pow2Range):
-                    raise DemoError(f"{self.key}: {c.name}={overrides[c.name]!r} is not one of "
-                                    f"{c.values()[:8]}")
-                c = _replace_default(c, overrides[c.name])
-            specs.append(c)
+                            f"its controls: {', '.join(c.name for c in controls) or 'none'}")
+        checked = self.validate(overrides)  # the same one check a measurement makes
+        specs = [_replace_default(c, checked[c.name]) if c.name in overrides else c for c in controls]
         cls = self.panel_class or ui.Panel
         panel = cls(self, specs)
         if self.instant and not overrides:
@@ -414,8 +544,16 @@ class Demo:
         """The live cell: ``eager.timeline()`` shows the panel; ``show=False`` returns it. A cell
         run again measures again (from the declared state: :meth:`forget`)."""
         self.forget()
-        panel = self.panel(**overrides)
-        return panel.show() if show else panel
+        try:
+            panel = self.panel(**overrides)
+            return panel.show() if show else panel
+        except DemoError as exc:  # a value typed into the cell, a bad setting: one line, the kernel goes on
+            if not show:
+                raise
+            from demos.deck.ui import show_error_line
+
+            show_error_line(exc)
+            return None
 
 
 def _replace_default(c: Control, value: Any) -> Control:

@@ -35,10 +35,11 @@ from demos.deck.demo import LAST_DIR
 from demos.engine.env import PROJECT_ROOT, package_digest
 from demos.engine.errors import DemoError
 
-BUILD = Path(os.environ.get("DEMOS_BUILD_DIR") or PROJECT_ROOT / "build")
+# read at import (checked, with every setting, by demos.engine.settings before a command's work)
+BUILD = Path(os.environ.get("DEMOS_BUILD_DIR", "").strip() or PROJECT_ROOT / "build")
 NODE_MODULES = PROJECT_ROOT / "node_modules"
 THEME = PROJECT_ROOT / "assets" / "theme.css"
-CHROMIUM = os.environ.get("DEMOS_CHROMIUM", "/usr/bin/chromium")
+CHROMIUM = os.environ.get("DEMOS_CHROMIUM", "").strip() or "/usr/bin/chromium"
 CHROMIUM_ARGS = [
     "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
     "--disable-background-networking", "--disable-component-update", "--disable-sync",
@@ -354,22 +355,30 @@ def unite(pdfs: list[Path], out: Path) -> Path:
 def select_parts(spec: str | None, notebooks: list[Path] | None = None) -> list[Path]:
     from demos.deck.nbtools import parts
 
+    from demos.engine.entry import number_list
+
     if notebooks:
-        return [Path(p) for p in notebooks]
+        paths = [Path(p) for p in notebooks]
+        for p in paths:
+            if not p.is_file() or p.suffix != ".ipynb":
+                raise DemoError(f"--notebook {p}: {'no such file' if not p.exists() else 'not a .ipynb notebook file'}")
+        return paths
     found = parts()
     if not found:
         raise DemoError("no parts in slides/ yet (slides/NN_name.ipynb)")
-    if not spec:
+    if spec is None:
         return found
-    wanted = {int(x) for x in spec.split(",") if x.strip()}
-    chosen = [p for p in found if int(p.name[:2]) in wanted]
-    if not chosen:
-        raise DemoError(f"no part among {sorted(wanted)} in slides/")
-    return chosen
+    wanted = number_list(spec, "--parts")
+    have = {int(p.name[:2]): p for p in found}
+    missing = [n for n in wanted if n not in have]
+    if missing:
+        raise DemoError(f"--parts {spec!r}: no part {', '.join(map(str, missing))} in slides/ "
+                        f"(parts: {', '.join(map(str, sorted(have)))})")
+    return [p for n, p in sorted(have.items()) if n in wanted]
 
 
 def build_html(notebooks: list[Path], out: Path | None = None, results: Path | None = None,
-               force: bool = False) -> list[dict]:
+               force: bool = False, placeholders: bool = False) -> list[dict]:
     """Execute + convert each notebook; returns one dict per part (name, html, seconds, slides)."""
     from demos.deck.nbtools import slide_count
 
@@ -382,6 +391,10 @@ def build_html(notebooks: list[Path], out: Path | None = None, results: Path | N
         log(f"[{i}/{len(notebooks)}] {nb_path.name}: executing"
             + (f" with recorded results {results.name}" if results else " (live, this machine)") + "…")
         nb, secs, cached = execute_part(nb_path, results, force=force)
+        if results:
+            lacking = placeholder_figures(nb)
+            if lacking:
+                _lacking(results, [f"{nb_path.name[:2]}:{k}" for k in lacking], placeholders)
         html = to_slides_html(nb, out, nb_path.stem)
         n = slide_count(nb)
         log(f"[{i}/{len(notebooks)}] {nb_path.name}: {'cached' if cached else f'executed in {secs:.0f} s'}, "
@@ -394,12 +407,17 @@ def build_html(notebooks: list[Path], out: Path | None = None, results: Path | N
 
 
 def build_pdf(notebooks: list[Path], out: Path | None = None, results: Path | None = None,
-              html_dir: Path | None = None, force: bool = False, lecture_name: str = "jit-lecture.pdf") -> dict:
+              html_dir: Path | None = None, force: bool = False, lecture_name: str = "jit-lecture.pdf",
+              placeholders: bool = False) -> dict:
+    from demos.engine.outputs import output_file
+
     out = out or (BUILD / "pdf")
     out.mkdir(parents=True, exist_ok=True)
+    for name in [f"{p.stem}.pdf" for p in notebooks] + [lecture_name]:  # never over a foreign file
+        output_file(out / name, "pdf", "--out")
     html_dir = html_dir or (BUILD / "html")
     t0 = time.perf_counter()
-    parts_done = build_html(notebooks, html_dir, results, force=force)
+    parts_done = build_html(notebooks, html_dir, results, force=force, placeholders=placeholders)
     pdfs, report = [], []
     with serve(html_dir) as base, browser() as ctx:
         for i, d in enumerate(parts_done, 1):
@@ -417,46 +435,102 @@ def build_pdf(notebooks: list[Path], out: Path | None = None, results: Path | No
     return {"parts": report, "lecture": str(lecture), "pages": pdf_pages(lecture), "bytes": size, "seconds": total}
 
 
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m demos.deck.export", description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+def main(argv: list[str] | None = None, demos=None) -> int:
+    """The export command. ``demos`` (a callable returning the declared demos; ``python -m demos
+    export`` passes it, as the deck layer does not import the topics) lets a recorded-only export
+    refuse, before executing anything, a record that lacks a figure; without it the same check runs
+    on each part as it is executed."""
+    from demos.engine.entry import Parser, guarded
+
+    ap = Parser(prog="python -m demos.deck.export", description=__doc__,
+                formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("what", choices=["html", "pdf", "assets"])
-    ap.add_argument("--results", default=os.environ.get("RESULTS") or None,
-                    help="draw the figures from this recorded run (assets/results/<file>.json)")
+    ap.add_argument("--results", default=None,
+                    help="draw the figures from this recorded run (assets/results/<file>.json; or RESULTS=)")
+    ap.add_argument("--placeholders", action="store_true",
+                    help="with --results: export even when the record lacks some figures (they say so)")
     ap.add_argument("--parts", help="comma-separated part numbers (default: all)")
     ap.add_argument("--notebook", action="append", help="export this notebook instead of the parts")
     ap.add_argument("--out", help="output folder (default build/html or build/pdf)")
     ap.add_argument("--force", action="store_true", help="execute again even if build/executed is current")
     args = ap.parse_args(argv)
-    try:
-        results = Path(args.results) if args.results else None
-        if results and not results.exists():
-            raise DemoError(f"no recorded results file {results}")
-        if results:
-            from demos.engine.results import Record
+    return guarded("export", lambda: _export(args, demos))
 
-            Record.load(results)  # a truncated or foreign file stops here, in one line, before any work
-        if args.what == "assets":
-            log(f"assets in {copy_assets(Path(args.out) if args.out else BUILD / 'html')}")
-            return 0
-        notebooks = select_parts(args.parts, args.notebook)
-        out = Path(args.out) if args.out else None
-        if args.what == "html":
-            t0 = time.perf_counter()
-            done = build_html(notebooks, out, results, force=args.force)
-            log(f"{len(done)} parts → {(out or BUILD / 'html')}/index.html in {time.perf_counter() - t0:.0f} s "
-                "(open it in a browser; works offline)")
-        else:
-            # a subset never overwrites the whole lecture's PDF with part of it
-            name = "jit-lecture.pdf" if not args.parts else f"jit-lecture-parts-{'-'.join(args.parts.split(','))}.pdf"
-            build_pdf(notebooks, out, results, force=args.force, lecture_name=name)
-    except DemoError as exc:
-        print(f"export: {exc}", file=sys.stderr)
-        return 2
-    except subprocess.CalledProcessError as exc:
-        print(f"export: {exc}", file=sys.stderr)
-        return 1
+
+def _export(args, demos=None) -> int:
+    from demos.engine.outputs import output_folder
+    from demos.engine.settings import get
+
+    results = args.results if args.results is not None else get("RESULTS")
+    if results is not None and not str(results).strip():
+        raise DemoError("--results '': an empty file name; give a results file")
+    results = Path(results) if results is not None else None
+    if results:
+        from demos.engine.results import Record
+
+        record = Record.load(results)  # a missing, truncated or foreign file stops here, in one line
+    out = output_folder(args.out, "--out") if args.out is not None else None  # before any work
+    if args.what == "assets":
+        log(f"assets in {copy_assets(out or BUILD / 'html')}")
+        return 0
+    notebooks = select_parts(args.parts, args.notebook)
+    if results and demos is not None:
+        lacking = missing_figures(record, notebooks, demos())
+        if lacking:
+            _lacking(results, lacking, args.placeholders)
+    if args.what == "html":
+        t0 = time.perf_counter()
+        done = build_html(notebooks, out, results, force=args.force, placeholders=args.placeholders)
+        log(f"{len(done)} parts → {(out or BUILD / 'html')}/index.html in {time.perf_counter() - t0:.0f} s "
+            "(open it in a browser; works offline)")
+    else:
+        # a subset never overwrites the whole lecture's PDF with part of it
+        name = ("jit-lecture.pdf" if args.parts is None
+                else f"jit-lecture-parts-{'-'.join(str(n) for n in sorted({int(p.name[:2]) for p in notebooks}))}.pdf")
+        build_pdf(notebooks, out, results, force=args.force, lecture_name=name, placeholders=args.placeholders)
     return 0
+
+
+def _lacking(results: Path, lacking: list[str], placeholders: bool) -> None:
+    """Refuse (DemoError) a recorded-only export whose record lacks figures, unless placeholders
+    were asked for; then say which figures are placeholders."""
+    line = f"{results.name} has no measurement for {len(lacking)} figure(s): {', '.join(lacking)}"
+    if not placeholders:
+        raise DemoError(f"{line}; record them (make record), or pass --placeholders "
+                        "(make pdf PLACEHOLDERS=1) to export placeholders that say so")
+    log(f"⚠ {line}: exported as placeholders")
+
+
+def missing_figures(record, notebooks: list[Path], demos) -> list[str]:
+    """``part N topic.name`` for each live cell of these notebooks whose demo a recorded-only
+    export would draw from ``record`` but cannot: the record holds no matching measurement, looked
+    up as :meth:`Demo.render` does (this machine's default values)."""
+    import nbformat
+
+    from demos.deck.nbtools import live_calls
+
+    by_key = {d.key: d for d in demos}
+    out = []
+    for nb_path in notebooks:
+        for key in live_calls(nbformat.read(str(nb_path), as_version=4)):
+            demo = by_key.get(key)
+            if demo is not None and demo.reference(demo.defaults(), record=record, seed=False) is None:
+                out.append(f"{nb_path.name[:2]}:{key}")
+    return out
+
+
+_NO_RECORD = re.compile(r"the recorded run has no (\S+) measurement")
+
+
+def placeholder_figures(nb) -> list[str]:
+    """The demos an executed recorded-only part drew as placeholders (its panels printed that the
+    recorded run has no measurement for them)."""
+    found = []
+    for c in nb.cells:
+        for o in c.get("outputs", []):
+            text = o.get("text", "") if o.get("output_type") == "stream" else ""
+            found += _NO_RECORD.findall(text if isinstance(text, str) else "".join(text))
+    return found
 
 
 if __name__ == "__main__":

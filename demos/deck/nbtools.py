@@ -101,6 +101,18 @@ _IMPORT = re.compile(r"^from demos\.topics import (\w+)$")
 _CALL = re.compile(r"^(\w+)\.\w+\(.*\)$")
 
 
+def live_calls(nb) -> list[str]:
+    """``topic.name`` of each live cell's call (``from demos.topics import X`` then ``X.name(...)``)."""
+    out = []
+    for c in nb["cells"]:
+        if c["cell_type"] != "code":
+            continue
+        lines = [ln.strip() for ln in c["source"].splitlines() if ln.strip() and not ln.strip().startswith("#")]
+        if len(lines) == 2 and _IMPORT.match(lines[0]) and _CALL.match(lines[1]):
+            out.append(lines[1].split("(", 1)[0])
+    return out
+
+
 def problems(nb, name: str = "") -> list[str]:
     """What a part breaks of shared/DECK.md, as readable lines (empty: fine). The lint that lets
     the notebook itself be the one source of its slides."""
@@ -211,17 +223,21 @@ def slide_count(nb) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     """``python -m demos.deck.nbtools clean|lint``: store every part clean, or list what breaks DECK.md."""
-    import argparse
+    from demos.engine.entry import Parser, guarded
 
-    import nbformat
-
-    ap = argparse.ArgumentParser(prog="python -m demos.deck.nbtools")
+    ap = Parser(prog="python -m demos.deck.nbtools")
     ap.add_argument("action", choices=["clean", "lint"])
     args = ap.parse_args(argv)
+    return guarded("slides", lambda: _tidy(args.action))
+
+
+def _tidy(action: str) -> int:
+    import nbformat
+
     found = []
     for path in parts():
         nb = nbformat.read(str(path), as_version=4)
-        if args.action == "clean":
+        if action == "clean":
             before = path.read_bytes()
             write(nb, path)
             if path.read_bytes() != before:

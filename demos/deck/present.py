@@ -290,33 +290,35 @@ def _can_open_browser() -> bool:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m demos.deck.present", description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--part", default=os.environ.get("PART") or "1", help="part number or .ipynb path (default 1)")
-    ap.add_argument("--port", type=int, default=int(os.environ.get("PORT") or 8888))
+    from demos.engine.entry import Parser, guarded
+
+    ap = Parser(prog="python -m demos.deck.present", description=__doc__,
+                formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--part", default=None, help="part number or .ipynb path (default: PART, else 1)")
+    ap.add_argument("--port", default=None, help="port, 1-65535 (default: PORT, else 8888)")
     ap.add_argument("--ip", default="127.0.0.1", help="a loopback address only (use an SSH tunnel for remote)")
     ap.add_argument("--no-browser", action="store_true", help="only print the URL")
     ap.add_argument("--dry-run", action="store_true", help="print the command it would run and exit")
     ap.add_argument("--mark-warm", action="store_true", help="record that `make warm` filled the caches")
     ap.add_argument("--cache-status", action="store_true", help="say whether the compile caches are warm")
     args = ap.parse_args(argv)
+    return guarded("make present", lambda: _present(args))
+
+
+def _present(args) -> int:
+    from demos.engine.settings import get, parse
 
     if args.mark_warm:
-        try:
-            print(f"wrote {mark_warm()}")
-        except DemoError as exc:
-            print(f"make warm: {exc}", file=sys.stderr)
-            return 2
+        print(f"wrote {mark_warm()}")
         return 0
     if args.cache_status:
         warm, line = cache_status()
         print(line)
         return 0 if warm else 1
-    try:
-        p = plan(args.part, args.port, args.ip)
-    except DemoError as exc:
-        print(f"make present: {exc}", file=sys.stderr)
-        return 2
+    # the Makefile passes PORT and PART as --port/--part: either way one parser says what is allowed
+    args.port = get("PORT") if args.port is None else parse("PORT", args.port)
+    args.part = get("PART") if args.part is None else parse("PART", args.part)
+    p = plan(args.part, args.port, args.ip)
     if args.dry_run:
         print(" ".join(p.argv))
         print(f"JUPYTER_TOKEN=<{len(p.token)} characters> · {p.slideshow_url(with_token=False)}")
@@ -333,7 +335,7 @@ def main(argv: list[str] | None = None) -> int:
     for sig in (signal.SIGTERM, getattr(signal, "SIGHUP", None)):
         if sig is not None:
             signal.signal(sig, _raise_stop)
-    proc = start(p, log=None if os.environ.get("DEMOS_PRESENT_QUIET") else sys.stderr)
+    proc = start(p, log=None if get("DEMOS_PRESENT_QUIET") else sys.stderr)
     try:
         try:
             wait_ready(p, proc)

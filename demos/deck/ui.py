@@ -23,6 +23,8 @@ from demos.engine.errors import one_line, release_memory
 from demos.engine.plots import message_figure, to_png
 
 Progress = Callable[[float, str], None]
+# what a panel says after the kernel was interrupted mid-measurement (it is ready again at once)
+INTERRUPTED = "interrupted; ready for the next move (press Run or move a control to measure again)"
 
 # In the slideshow an arrow key changes slides even while a slider or dropdown has focus: the
 # page's JupyterLab shortcut handler (capture phase, on document) and reveal.js (bubble phase)
@@ -143,6 +145,14 @@ class Panel:
             self.last_error = one_line(exc)
             self._log_traceback()
             result = None
+        except KeyboardInterrupt:  # the kernel's interrupt button mid-measurement
+            release_memory()
+            try:
+                self.demo.forget()  # half a compile or a sweep is no state to measure from
+            except Exception:  # pragma: no cover - forgetting is best effort here
+                pass
+            self.last_error = INTERRUPTED
+            result = None
         self.last_seconds = time.perf_counter() - t0
         if result is None:
             return None, ""
@@ -153,9 +163,13 @@ class Panel:
         return fig, table or ""
 
     def _log_traceback(self) -> None:
-        import os
+        from demos.engine.settings import SettingError, get
 
-        if os.environ.get("DEMOS_DEBUG"):
+        try:
+            debug = get("DEMOS_DEBUG")
+        except SettingError:
+            debug = False
+        if debug:
             traceback.print_exc()
 
     def update(self, remeasure: bool = False) -> None:
@@ -240,6 +254,6 @@ def show_error_line(exc: BaseException, context: str = "") -> None:
 
 def recorded_only() -> bool:
     """Headless export asked to draw a recorded run (``make pdf RESULTS=…``) instead of measuring."""
-    import os
+    from demos.engine.settings import raw
 
-    return static_mode() and bool(os.environ.get("DEMOS_RESULTS"))
+    return static_mode() and raw("DEMOS_RESULTS") is not None

@@ -257,42 +257,44 @@ def console_report(console: list[dict]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from demos.deck import export, present
-    from demos.engine.plots import live_stamp
+    from demos.engine.entry import Parser, guarded
 
-    ap = argparse.ArgumentParser(prog="python -m demos walk", description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = Parser(prog="python -m demos walk", description=__doc__,
+                formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--parts", help="comma-separated part numbers (default: all)")
     ap.add_argument("--out", default=str(OUT), help="where the report and screenshots go (default build/walk)")
     args = ap.parse_args(argv)
+    return guarded("walk", lambda: _walk(args))
+
+
+def _walk(args) -> int:
+    from demos.deck import export, present
+    from demos.engine.outputs import output_folder, write_atomic
+    from demos.engine.plots import live_stamp
+
+    notebooks = export.select_parts(args.parts)
+    out = output_folder(args.out, "--out")  # before the server and the browser start
+    warm, cache_line = present.cache_status()
+    print(cache_line, flush=True)
+    plan = present.plan(notebooks[0], port=present.free_port())
+    proc = present.start(plan)
+    rows: list[dict] = []
+    console: list[dict] = []
     try:
-        notebooks = export.select_parts(args.parts)
-        out = Path(args.out)
-        out.mkdir(parents=True, exist_ok=True)
-        warm, cache_line = present.cache_status()
-        print(cache_line, flush=True)
-        plan = present.plan(notebooks[0], port=present.free_port())
-        proc = present.start(plan)
-        rows: list[dict] = []
-        console: list[dict] = []
-        try:
-            present.wait_ready(plan, proc, timeout=180)
-            with export.browser() as ctx:
-                where: dict = {}
-                watch_console(ctx, console, where)
-                for nb in notebooks:
-                    print(f"{nb.name}", flush=True)
-                    where["part"] = nb.stem
-                    rows += walk_part(ctx, plan, nb, out)
-        finally:
-            present.stop(proc)
-    except DemoError as exc:
-        print(f"walk: {exc}", file=sys.stderr)
-        return 2
+        present.wait_ready(plan, proc, timeout=180)
+        with export.browser() as ctx:
+            where: dict = {}
+            watch_console(ctx, console, where)
+            for nb in notebooks:
+                print(f"{nb.name}", flush=True)
+                where["part"] = nb.stem
+                rows += walk_part(ctx, plan, nb, out)
+    finally:
+        present.stop(proc)
     stamp = f"{live_stamp()} · {cache_line} · fresh kernel per part · headless chromium 1280×720"
-    (out / "figure-times.md").write_text(report(rows, stamp))
-    (out / "console.md").write_text(console_report(console))
-    (out / "walk.json").write_text(json.dumps({"rows": rows, "console": console}, indent=1))
+    write_atomic(out / "figure-times.md", report(rows, stamp))
+    write_atomic(out / "console.md", console_report(console))
+    write_atomic(out / "walk.json", json.dumps({"rows": rows, "console": console}, indent=1))
     print(report(rows, stamp).splitlines()[-1])
     print(f"wrote {out / 'figure-times.md'}, {out / 'console.md'} and a screenshot per live slide")
     return 0 if all(r["shown"] in ("figure", "output") for r in rows) else 1

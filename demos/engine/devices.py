@@ -36,7 +36,9 @@ def jax_or_none():
     # PyTorch runs fp32 matmuls in full fp32 unless told otherwise; JAX uses TF32 on
     # recent GPUs by default. Align them: full precision for both.
     jax.config.update("jax_default_matmul_precision", "highest")
-    cache_dir = os.environ.get("DEMOS_JAX_CACHE_DIR")
+    from demos.engine.settings import raw
+
+    cache_dir = raw("DEMOS_JAX_CACHE_DIR")
     if cache_dir:
         try:
             jax.config.update("jax_compilation_cache_dir", cache_dir)
@@ -64,7 +66,9 @@ def require_jax():
 @functools.lru_cache(maxsize=None)
 def torch_device() -> str:
     """cuda > mps > cpu; DEMOS_DEVICE=cpu forces the CPU."""
-    forced = os.environ.get("DEMOS_DEVICE")
+    from demos.engine.settings import get
+
+    forced = get("DEMOS_DEVICE")  # one that exists here, or one line saying which do
     if forced:
         return forced
     torch = torch_or_none()

@@ -5,10 +5,10 @@ import os
 from pathlib import Path
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
-CACHE_ROOT = Path(os.environ.get("DEMOS_CACHE_DIR", PROJECT_ROOT / ".cache"))
+CACHE_ROOT = Path(os.environ.get("DEMOS_CACHE_DIR", "").strip() or PROJECT_ROOT / ".cache")
 # Results `make warm` keeps for the panels that open on them (DEMOS_KEPT_DIR moves them alone:
 # the tests keep theirs in a temporary folder, never the developer's).
-KEPT_DIR = Path(os.environ.get("DEMOS_KEPT_DIR", CACHE_ROOT / "last"))
+KEPT_DIR = Path(os.environ.get("DEMOS_KEPT_DIR", "").strip() or CACHE_ROOT / "last")
 # Packages whose version changes what the deck measures or compiles.
 VERSIONED = ("torch", "jax", "jaxlib")
 
@@ -97,7 +97,9 @@ def static_mode() -> bool:
 
     Set DEMOS_STATIC=1 for nbclient/nbconvert runs; outside a Jupyter kernel it is always on.
     """
-    if os.environ.get("DEMOS_STATIC", "").lower() in ("1", "true", "yes"):
+    from demos.engine.settings import get
+
+    if get("DEMOS_STATIC"):
         return True
     try:
         from IPython import get_ipython

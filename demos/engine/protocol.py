@@ -164,7 +164,13 @@ def steady_allocator() -> str:
     leaves glibc's defaults (to show the difference)."""
     if _ALLOCATOR["policy"] != "default":
         return _ALLOCATOR["policy"]
-    if os.environ.get("DEMOS_ALLOCATOR", "").strip().lower() == "default":
+    from demos.engine.settings import SettingError, get
+
+    try:
+        wanted = get("DEMOS_ALLOCATOR")
+    except SettingError:  # import time: `python -m demos …` names the bad value before any work
+        wanted = "steady"
+    if wanted == "default":
         _ALLOCATOR["policy"] = "glibc defaults (DEMOS_ALLOCATOR=default)"
         return _ALLOCATOR["policy"]
     try:
@@ -245,14 +251,9 @@ def load_now(window_s: float = 0.1, fresh: bool = False) -> float | None:
 
 def fixed_threads() -> int | None:
     """``DEMOS_THREADS`` when set (a whole number ≥ 1), else None."""
-    raw = os.environ.get("DEMOS_THREADS", "").strip()
-    if not raw:
-        return None
-    try:
-        n = int(raw)
-    except ValueError:
-        return None
-    return n if n >= 1 else None
+    from demos.engine.settings import get
+
+    return get("DEMOS_THREADS")  # a malformed value is one line naming it (SettingError)
 
 
 def threads_for(others: float | None, n_cores: int | None = None) -> int:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
-import os
 import re
 import sys
 from dataclasses import asdict, dataclass, field, fields
@@ -140,17 +139,15 @@ class Record:
                    sections=d.get("sections", {}), label=str(d.get("label", "")), schema=schema)
 
     def save(self, path: str | Path | None = None) -> Path:
-        """Write atomically (a temporary file renamed over the target)."""
-        path = check_writable(path or RESULTS_DIR / default_filename(self))
+        """Write atomically (a temporary file renamed over the target). Without ``path``: a new
+        file in assets/results named for the device, date and time (:func:`default_path`).
+        A command checks a given path first (:func:`demos.engine.outputs.output_file`)."""
+        from demos.engine.outputs import write_atomic
+
+        path = Path(path) if path else default_path(self)
+        path.parent.mkdir(parents=True, exist_ok=True)
         text = json.dumps(self.to_dict(), indent=1, sort_keys=False, default=_jsonable) + "\n"
-        tmp = path.with_name(f".{path.name}.tmp")
-        try:
-            tmp.write_text(text)
-            os.replace(tmp, path)
-        except OSError as exc:
-            tmp.unlink(missing_ok=True)
-            raise DemoError(f"{path}: cannot write ({exc.strerror or exc})") from None
-        return path
+        return write_atomic(path, text)
 
     @classmethod
     def load(cls, path: str | Path) -> "Record":
@@ -175,25 +172,6 @@ class Record:
         return cls.from_dict(d, source=str(path))
 
 
-def check_writable(path: str | Path) -> Path:
-    """The path, once its folder exists and a file can be written there; DemoError otherwise.
-    Called before long work starts, so nothing measured is lost to a bad path."""
-    path = Path(path)
-    if path.is_dir():
-        raise DemoError(f"{path}: is a directory; give a file name")
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise DemoError(f"{path.parent}: cannot create the folder ({exc.strerror or exc})") from None
-    probe = path.with_name(f".{path.name}.probe")
-    try:
-        probe.write_text("")
-        probe.unlink()
-    except OSError as exc:
-        raise DemoError(f"{path}: cannot write there ({exc.strerror or exc})") from None
-    return path
-
-
 def _jsonable(o: Any) -> Any:
     if hasattr(o, "tolist"):
         return o.tolist()
@@ -209,10 +187,22 @@ def slug(text: str) -> str:
 
 
 def default_filename(record: Record) -> str:
+    """``<device>-<date>-<hhmmss>.json`` (UTC, from when the record was made): a second record the
+    same day gets a name of its own."""
     m = record.machine
     name = m.get("gpu_name") or m.get("device_name") or "device"
     name = name.replace("NVIDIA ", "").split("(")[0]
-    return f"{slug(name)}-{record.created[:10]}.json"
+    when = re.sub(r"[^0-9]", "", record.created[11:19]) or "000000"
+    return f"{slug(name)}-{record.created[:10]}-{when}.json"
+
+
+def default_path(record: Record, folder: Path | None = None) -> Path:
+    """Where a record goes when no path is given: a file in ``folder`` (assets/results) that
+    collides with none already there."""
+    from demos.engine.outputs import unique_file
+
+    name = default_filename(record)
+    return unique_file(folder or RESULTS_DIR, name[:-len(".json")], ".json")
 
 
 _WARNED: set[str] = set()
@@ -242,7 +232,10 @@ def reference(path: str | Path | None = None) -> Record | None:
     ``path`` (or the environment variable DEMOS_RESULTS) names a file, which must be a valid
     record (DemoError otherwise); otherwise the newest GPU record in assets/results, or None.
     """
-    path = path or os.environ.get("DEMOS_RESULTS")
+    if not path:
+        from demos.engine.settings import get
+
+        path = get("DEMOS_RESULTS")
     if path:
         return Record.load(path)
     recs = recorded()

@@ -34,7 +34,8 @@ The timeline schema (``SCHEMA``), shared with :mod:`demos.introspection.profilin
      "device_lane": "cuda" | "host-executes",
      "lanes": {"host": [{"name", "full", "start_us", "dur_us", "kind"}],
                "device": [same, plus "op", "launch_us", "corr" when a launch is linked]},
-     "counts": {"ops", "kernels", "launches", "host_events", "memcpy", "linked"},
+     "counts": {"ops", "kernels", "launches", "host_events", "memcpy", "linked", "refused"},
+     "refused_events": [str, ...],   # up to 5 events whose times cannot be placed (NaN, inf, < 0)
      "op_names": [...], "kernel_names": [...], "skipped_ops": [...],
      "span_us": float, "wall_us": float | None, "meta": {...}}
 
@@ -46,6 +47,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import math
 import re
 import zlib
 from dataclasses import dataclass, field
@@ -289,9 +291,12 @@ def _num(v: Any) -> float | None:
     return None
 
 
-def _events(trace: dict[str, Any]) -> tuple[list[_Ev], list[_Ev], list[dict]]:
-    """(host events, device events, flow events) of a trace's ``traceEvents``."""
+def _events(trace: dict[str, Any]) -> tuple[list[_Ev], list[_Ev], list[dict], list[str]]:
+    """(host events, device events, flow events, refused) of a trace's ``traceEvents``: a timed
+    event whose start or duration is missing, NaN, infinite, negative or absurd cannot be placed on
+    a timeline, so it is refused (``refused`` describes each) instead of drawn."""
     host, dev, flows = [], [], []
+    bad: list[str] = []
     for raw in trace.get("traceEvents", []):
         if not isinstance(raw, dict):
             continue
@@ -302,16 +307,31 @@ def _events(trace: dict[str, Any]) -> tuple[list[_Ev], list[_Ev], list[dict]]:
             continue
         if ph != "X":
             continue
+        if cat not in DEVICE_CATS and cat not in HOST_CATS:
+            continue
         ts, dur = _num(raw.get("ts")), _num(raw.get("dur", 0.0))
-        if ts is None:
+        if not _placeable(ts, dur):
+            bad.append(f"{str(raw.get('name', '?'))[:40]!r} ts={raw.get('ts')!r} dur={raw.get('dur')!r}")
             continue
         args = raw.get("args") if isinstance(raw.get("args"), dict) else {}
-        ev = _Ev(str(raw.get("name", "")), cat, raw.get("pid"), raw.get("tid"), ts, max(dur or 0.0, 0.0), args)
+        ev = _Ev(str(raw.get("name", "")), cat, raw.get("pid"), raw.get("tid"), ts, dur or 0.0, args)
         if cat in DEVICE_CATS:
             dev.append(ev)
-        elif cat in HOST_CATS:
+        else:
             host.append(ev)
-    return host, dev, flows
+    return host, dev, flows, bad
+
+
+# Beyond these a time is not a profiler's: Kineto's ts are µs since the epoch or boot (~1e15 at
+# most), and no profiled window lasts a day.
+MAX_TS_US = 1e17
+MAX_DUR_US = 86_400e6
+
+
+def _placeable(ts: float | None, dur: float | None) -> bool:
+    """Can an event with this start and duration go on a timeline?"""
+    return (ts is not None and dur is not None and math.isfinite(ts) and math.isfinite(dur)
+            and 0.0 <= ts <= MAX_TS_US and 0.0 <= dur <= MAX_DUR_US)
 
 
 def _nest(host: list[_Ev]) -> None:
@@ -394,9 +414,11 @@ def timeline_from_trace(trace: dict[str, Any], *, label: str = "", device: str |
     (``device_lane == "host-executes"``): top-level aten ops that do work plus Inductor's C++
     kernels when they were profiled.
     """
-    host, dev, flows = _events(trace)
+    host, dev, flows, refused = _events(trace)
     if not host and not dev:
-        raise DemoError("no timed events (ph 'X' with a host or device category) in 'traceEvents'")
+        why = (f"; all {len(refused)} were refused, their times cannot be placed on a timeline "
+               f"(first: {refused[0]})" if refused else "")
+        raise DemoError(f"no timed events (ph 'X' with a host or device category) in 'traceEvents'{why}")
     _nest(host)
     _link_flows(host, dev, flows)
     root = _pick_root(host)
@@ -481,7 +503,9 @@ def timeline_from_trace(trace: dict[str, Any], *, label: str = "", device: str |
             "host_events": len(host_lane),
             "memcpy": memcpy,
             "linked": len(links),
+            "refused": len(refused),
         },
+        "refused_events": refused[:5],
         "op_names": [short_name(e.name) for e in work_ops],
         "kernel_names": [ev["name"] for ev in kernels],
         "skipped_ops": [short_name(n) for n in skipped],
@@ -533,4 +557,8 @@ def summary_line(run: dict[str, Any], name: str = "") -> str:
              f"{c['launches']} launch{'es' * (c['launches'] != 1)}",
              f"{c['ops']} aten op{'s' * (c['ops'] != 1)}",
              f"span {run['span_us']:.1f} µs"]
+    refused = c.get("refused", 0)
+    if refused:
+        parts.append(f"{refused} event{'s' * (refused != 1)} refused (time missing, NaN, infinite, negative "
+                     f"or beyond {MAX_TS_US:.0e} µs: not placeable on a timeline)")
     return (f"{name}: " if name else "") + " · ".join(parts)

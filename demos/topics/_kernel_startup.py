@@ -5,18 +5,22 @@ set before runs afterwards (``make present`` keeps it in DEMOS_USER_PYTHONSTARTU
 
 
 def _jitdeck_preload():
-    import os
-
     try:
         from demos.topics import preload
 
         preload()
     except Exception as exc:  # noqa: BLE001 - the kernel starts whatever happens here
         print(f"deck preload skipped: {exc}")
-    user = os.environ.get("DEMOS_USER_PYTHONSTARTUP")
-    if user and os.path.isfile(user):
+    try:
+        from demos.engine.settings import get
+
+        user = get("DEMOS_USER_PYTHONSTARTUP")  # an existing file, or one line saying it is not
+    except Exception as exc:  # noqa: BLE001
+        print(f"your PYTHONSTARTUP skipped: {exc}")
+        user = None
+    if user is not None:
         with open(user) as f:
-            exec(compile(f.read(), user, "exec"), globals())
+            exec(compile(f.read(), str(user), "exec"), globals())
 
 
 _jitdeck_preload()

@@ -78,7 +78,7 @@ def _no_minor_ticks(ax) -> None:
 # =======================================================================================
 def measure_timeline(N: int | None = None, dtype: str = "float32", passes: int = 3) -> dict[str, Any]:
     """Profile one eager call of complex_activation: host and device lanes plus counts."""
-    N = int(N or TIMELINE_N[_kind()])
+    N = TIMELINE_N[_kind()] if N is None else N
     p = prepare("complex_activation", "torch_eager", {"N": N}, dtype)
     run = profiling.profile_run(p, label="torch eager", passes=passes)
     extra = f"complex_activation, N={_exp_label(N)}, {dtype}, eager"
@@ -386,8 +386,8 @@ def measure_regimes(op: str = "add", lo: int | None = None, hi: int | None = Non
         raise DemoError(f"unknown op {op!r}; valid: {', '.join(OPS)}")
     kind = _kind()
     dlo, dhi = SWEEP_DEFAULT[kind]
-    lo = dlo if lo is None else int(lo)
-    hi = dhi if hi is None else int(hi)
+    lo = dlo if lo is None else lo
+    hi = dhi if hi is None else hi
     blo, bhi = SWEEP_EXP[kind]
     if not (blo <= lo <= bhi and blo <= hi <= bhi):
         raise DemoError(f"sweep range 2^{lo}…2^{hi} is outside 2^{blo}…2^{bhi} on this device")

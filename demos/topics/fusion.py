@@ -254,7 +254,7 @@ def _profiled_compiled(fn: Callable) -> Callable:
 
 
 def measure_timeline(N: int | None = None, dtype: str = "float32", progress: Progress = _noop) -> dict[str, Any]:
-    N = N or panel_n()
+    N = panel_n() if N is None else N
     progress(0.2, "profiling eager and compiled…")
     eager = prepare(WORKLOAD, "torch_eager", {"N": N}, dtype)
     comp = _profiled_compiled(eager.workload.torch_fn)
@@ -298,7 +298,7 @@ timeline = Demo(
 # ---------------------------------------------------------------------------------------
 def measure_latency(N: int | None = None, dtype: str = "float32", backends=BACKENDS,
                     budget_s: float = BUDGET_S, progress: Progress = _noop) -> dict[str, Any]:
-    N = N or panel_n()
+    N = panel_n() if N is None else N
     w = get(WORKLOAD)
     out: dict[str, Any] = {"N": N, "dtype": dtype, "device": torch_device(), "forms": {},
                            "extra": f"{WORKLOAD}, N={_pow2_label(N)}, {dtype}"}
@@ -443,7 +443,7 @@ def _torch_peak(fn: Callable[[], Any], sync, device: str) -> dict[str, Any]:
 
 
 def measure_memory(N: int | None = None, dtype: str = "float32", progress: Progress = _noop) -> dict[str, Any]:
-    N = N or panel_n()
+    N = panel_n() if N is None else N
     device = torch_device()
     progress(0.2, "profiling memory…")
     out: dict[str, Any] = {"N": N, "dtype": dtype, "device": device, "forms": {},

@@ -363,7 +363,7 @@ def measure_guards(change: str = "dtype → float64", N: int | None = None, dtyp
         raise DemoError(f"unknown change {change!r}; valid: {', '.join(CHANGES)}")
     torch_, progress = require_torch(), progress or _quiet
     set_threads()
-    N, device = int(N or GUARD_N[device_kind()]), torch_device()
+    N, device = GUARD_N[device_kind()] if N is None else N, torch_device()
     gen = torch_.Generator().manual_seed(0)
     x, y = (torch_.randn(N, generator=gen).to(device=device, dtype=getattr(torch_, dtype)) for _ in range(2))
     g = dynamo.guarded_calls(complex_activation_torch, [("1st call", (x, y)), ("2nd call, same inputs", (x, y)),
@@ -472,7 +472,7 @@ def measure_breaks(variant: str = "branch", N: int | None = None, dtype: str = "
 
     v = _variant(variant)
     _bind_frameworks()
-    N = int(N or BREAK_N[device_kind()])
+    N = BREAK_N[device_kind()] if N is None else N
     key = (variant, N, dtype, torch_device())
     if key in _BREAK_CACHE and not fresh:
         return dict(_BREAK_CACHE[key])
@@ -649,7 +649,7 @@ def measure_capture_cost(N: int | None = None, dtype: str = "float32", budget_s:
     _bind_frameworks()
     set_threads()
     kind, progress = device_kind(), progress or _quiet
-    N = int(N or COST_N[kind][0])
+    N = COST_N[kind][0] if N is None else N
     if N <= 0 or N > 2 ** COST_N[kind][2]:
         raise DemoError(f"N={N} is outside 1…2^{COST_N[kind][2]} for this demo")
     x, ref, out_rows = _inputs_1d(N, dtype), None, []

@@ -23,7 +23,6 @@ from __future__ import annotations
 import contextlib
 import math
 import operator
-import os
 import time
 from collections import OrderedDict
 from typing import Any, Callable
@@ -40,6 +39,7 @@ from demos.engine.errors import DemoError, one_line, release_memory
 from demos.engine.timing import fmt_seconds, sync_jax, sync_torch
 from demos.introspection import codegen, profiling
 from demos.engine.protocol import fresh_function, kept
+from demos.engine.settings import get as get_setting
 
 PART = 6
 
@@ -56,7 +56,9 @@ DTYPES = ("float32", "bfloat16")
 STEPS = (("inference (forward)", "inference"), ("training step", "training"))
 SEED_RANGE = (1.2, 1.8)  # seed card: typical torch.compile training speedups
 PAPER = {"inference": 2.27, "training": 1.41}  # PyTorch 2 paper: geomean over 180+ models, A100
-CPU_THREADS = int(os.environ.get("DEMOS_MODEL_THREADS", "1"))
+def cpu_threads() -> int:
+    """torch threads for the model on a CPU (DEMOS_MODEL_THREADS, default 1)."""
+    return get_setting("DEMOS_MODEL_THREADS")
 BUDGET_S = 0.25  # seconds of timing per form and redraw
 STANCES = ("default", "eager_on_recompile", "fail_on_recompile")
 
@@ -72,21 +74,23 @@ def config(layers: int | None = None, width: int | None = None, tokens: str | No
            dtype: str = "float32") -> zoo.Config:
     kind = device_kind()
     d = SIZES[kind]
-    width = int(width or d["width"])
+    width = d["width"] if width is None else width
+    tokens = d["tokens"] if tokens is None else tokens
     try:
-        batch, seq = (int(v) for v in str(tokens or d["tokens"]).lower().split("x"))
+        batch, seq = (int(v, 10) for v in str(tokens).lower().split("x"))
     except ValueError:
         raise DemoError(f"tokens must read 'batch x seq' (e.g. 4x64), not {tokens!r}") from None
     if dtype not in DTYPES:
         raise DemoError(f"dtype must be one of {', '.join(DTYPES)}, not {dtype!r}")
-    cfg = zoo.Config(int(layers or d["layers"]), width, max(1, width // HEAD_DIM[kind]), batch, seq, dtype)
+    cfg = zoo.Config(d["layers"] if layers is None else layers, width, max(1, width // HEAD_DIM[kind]), batch, seq,
+                     dtype)
     zoo.check(cfg)
     return cfg
 
 
 def threads():
     """The model's torch threads on a CPU (one by default), restored afterwards."""
-    return zoo.threads(CPU_THREADS if torch_device() == "cpu" else None)
+    return zoo.threads(cpu_threads() if torch_device() == "cpu" else None)
 
 
 class Bundle:
@@ -162,7 +166,8 @@ def bundle(cfg: zoo.Config) -> Bundle:
 
 
 def _extra(cfg: zoo.Config, what: str = "") -> str:
-    thr = f", model on {CPU_THREADS} thread" + "s" * (CPU_THREADS != 1) if torch_device() == "cpu" else ""
+    n = cpu_threads()
+    thr = f", model on {n} thread" + "s" * (n != 1) if torch_device() == "cpu" else ""
     return f"{what}{cfg.layers} layers, D={cfg.width}, {cfg.batch}×{cfg.seq} tokens, {cfg.dtype}{thr}"
 
 

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import html
 import math
+import numbers
 import random
 import statistics
 import time
@@ -146,8 +147,9 @@ class Session:
                  bucket: int | None = None, device: str | None = None):
         self.mode = check_mode(mode)
         d = sweep_defaults()
-        self.B, self.D = int(B or d["B"]), int(D or d["D"])
-        self.bucket = int(bucket or d["bucket"])
+        self.B = d["B"] if B is None else B
+        self.D = d["D"] if D is None else D
+        self.bucket = d["bucket"] if bucket is None else bucket
         self.framework = "jax" if mode.startswith("jax") else "torch"
         self.device = device or torch_device()
         self.events: list[Event] = []
@@ -201,9 +203,8 @@ class Session:
 
     def call(self, S: int) -> Event:
         """Run the step once on a (B, S, D) input; record latency, compiles and the reason."""
-        S = int(S)
-        if S <= 0:
-            raise DemoError(f"sequence length must be positive (got {S})")
+        if isinstance(S, bool) or not isinstance(S, numbers.Integral) or S <= 0:
+            raise DemoError(f"sequence length must be a positive whole number (got {S!r})")
         run_S = self._padded(S)
         x = self._input(run_S)
         if self.framework == "torch":
@@ -296,7 +297,7 @@ def measure_modes(distinct: int = 12, repeats: int | None = None, modes: tuple[s
                   progress: Progress | None = None) -> dict[str, Any]:
     """The same sweep (``sweep_lengths(distinct, repeats)``) under every mode: compiles,
     compile seconds, steady state, total."""
-    lengths = sweep_lengths(int(distinct), repeats)
+    lengths = sweep_lengths(distinct, repeats)
     modes = list(modes or available_modes())
     sizes = sweep_defaults()
     out: dict[str, Any] = {"lengths": lengths, "sizes": sizes, "modes": {}, "errors": {},
@@ -319,7 +320,7 @@ def measure_live(mode: str = "static", S: int | None = None, session: Session | 
     one call at length S. Without: a fresh session of ``mode`` over the sweep lengths, the
     timeline the headless export, ``make record`` and a recorded run draw."""
     if session is not None:
-        session.call(int(S))
+        session.call(S)
         return session.to_dict()
     return run_sweep(check_mode(mode), sweep_lengths(), progress).to_dict()
 
@@ -631,7 +632,7 @@ class LivePanel(Panel):
         if self._full_sweep or recorded_only():
             return self.demo.render(values, progress)
         s = self.session(check_mode(values["mode"]))
-        S = int(values["S"])
+        S = values["S"]
         # one call per slider move (a mode switch shows that mode's session as it stands)
         data = self._call(s, S) if S != self._last_S or not s.events else s.to_dict()
         self._last_S = S

@@ -345,7 +345,7 @@ def measure_payoff(N: int | None = None, T: int | None = None, D: int | None = N
     """Latency of each workload × backend. A workload whose sizes, dtype and budget equal its last
     measurement's is taken from it: a slider re-measures only the workloads it changes."""
     check_dtype_here(dtype)
-    sizes = {**payoff_defaults(), **{k: int(v) for k, v in dict(N=N, T=T, D=D, H=H).items() if v}}
+    sizes = {**payoff_defaults(), **{k: v for k, v in dict(N=N, T=T, D=D, H=H).items() if v is not None}}
     out: dict[str, Any] = {"dtype": dtype, "sizes": sizes, "backends": list(backends), "workloads": {},
                            "device": torch_device(),
                            "extra": f"{dtype} · " + ", ".join(f"{k}={_pow(sizes[k])}" for k in "NTDH")}

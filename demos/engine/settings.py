@@ -1,0 +1,205 @@
+"""Every environment setting the deck reads, declared once and parsed in one place.
+
+A setting that is unset, or set to an empty string (``make pdf RESULTS=`` passes one), takes its
+default. A value that does not parse raises :class:`SettingError`: one line naming the setting, the
+value and what is allowed, e.g. ``DEMOS_THREADS='abc': a whole number from 1 to 1024``. Every
+command calls :func:`check_all` before any work (exit code 2); a live cell meets the same line in
+its panel when the measurement reads the setting.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+from demos.engine.errors import DemoError
+
+TRUE = ("1", "true", "yes", "on")
+FALSE = ("0", "false", "no", "off")
+
+
+class SettingError(DemoError):
+    """A malformed setting: the message names it, the value and what is allowed."""
+
+
+@dataclass(frozen=True)
+class Setting:
+    name: str
+    allowed: str                       # what is allowed, in words (the error's second half)
+    parse: Callable[[str], Any]        # raw text -> value; raises ValueError when it is not allowed
+    default: Any = None
+    help: str = ""
+
+
+def _whole(lo: int, hi: int) -> Callable[[str], int]:
+    def parse(text: str) -> int:
+        n = int(text.strip(), 10)
+        if not lo <= n <= hi:
+            raise ValueError
+        return n
+    return parse
+
+
+def _flag(text: str) -> bool:
+    low = text.strip().lower()
+    if low in TRUE:
+        return True
+    if low in FALSE:
+        return False
+    raise ValueError
+
+
+def _choice(*options: str) -> Callable[[str], str]:
+    def parse(text: str) -> str:
+        low = text.strip().lower()
+        if low not in options:
+            raise ValueError
+        return low
+    return parse
+
+
+def _folder(text: str) -> Path:
+    p = Path(text).expanduser()
+    if p.exists() and not p.is_dir():
+        raise ValueError
+    return p
+
+
+def _file(text: str) -> Path:
+    p = Path(text).expanduser()
+    if not p.is_file():
+        raise ValueError
+    return p
+
+
+def _program(text: str) -> Path:
+    p = Path(text).expanduser()
+    if not (p.is_file() and os.access(p, os.X_OK)):
+        raise ValueError
+    return p
+
+
+def _device(text: str) -> str:
+    low = text.strip().lower()
+    if low not in ("cpu", "cuda", "mps"):
+        raise ValueError
+    missing = _missing_device(low)
+    if missing:
+        raise SettingError(f"DEMOS_DEVICE={text!r}: {missing}; this machine has {', '.join(present_devices())}")
+    return low
+
+
+def present_devices() -> list[str]:
+    """The torch devices this machine really has (cpu always)."""
+    from demos.engine.devices import torch_or_none
+
+    torch = torch_or_none()
+    found = ["cpu"]
+    if torch is None:
+        return found
+    try:
+        if torch.cuda.is_available():
+            found.insert(0, "cuda")
+        mps = getattr(torch.backends, "mps", None)
+        if mps is not None and mps.is_available():
+            found.insert(0, "mps")
+    except Exception:  # pragma: no cover - a broken driver is "no device"
+        pass
+    return found
+
+
+def _missing_device(name: str) -> str | None:
+    if name == "cpu" or name in present_devices():
+        return None
+    return f"no {name.upper() if name == 'cuda' else name} device here"
+
+
+def _part(text: str) -> str:
+    """A part number that exists in slides/, or a notebook path (checked by the presenter)."""
+    text = text.strip()
+    if text.endswith(".ipynb"):
+        return text
+    from demos.engine.env import PROJECT_ROOT
+
+    n = int(text, 10)
+    if not list((PROJECT_ROOT / "slides").glob(f"{n:02d}_*.ipynb")):
+        raise ValueError
+    return str(n)
+
+
+def _part_numbers() -> str:
+    from demos.engine.env import PROJECT_ROOT
+
+    nums = sorted(int(p.name[:2]) for p in (PROJECT_ROOT / "slides").glob("[0-9][0-9]_*.ipynb"))
+    return ", ".join(map(str, nums)) or "none yet"
+
+
+SETTINGS: dict[str, Setting] = {s.name: s for s in (
+    Setting("DEMOS_THREADS", "a whole number of torch threads from 1 to 1024", _whole(1, 1024),
+            help="fix torch's thread count instead of choosing it from the load"),
+    Setting("DEMOS_MODEL_THREADS", "a whole number from 1 to 1024", _whole(1, 1024), 1,
+            help="torch threads for part 6's model on a CPU"),
+    Setting("DEMOS_ALLOCATOR", "'steady' or 'default'", _choice("steady", "default"), "steady",
+            help="'default' leaves glibc's allocator as it is"),
+    Setting("DEMOS_DEVICE", "cpu, cuda or mps (one this machine has)", _device,
+            help="the torch device the demos run on (default: cuda > mps > cpu)"),
+    Setting("DEMOS_STATIC", "1/0, true/false, yes/no", _flag, False,
+            help="live cells draw one static figure (headless execution, exports)"),
+    Setting("DEMOS_DEBUG", "1/0, true/false, yes/no", _flag, False, help="print tracebacks behind one-line errors"),
+    Setting("DEMOS_PRESENT_QUIET", "1/0, true/false, yes/no", _flag, False, help="no server log from make present"),
+    Setting("DEMOS_CACHE_DIR", "a folder (not a file)", _folder, help="where compile caches live (.cache/)"),
+    Setting("DEMOS_KEPT_DIR", "a folder (not a file)", _folder, help="where `make warm` keeps results"),
+    Setting("DEMOS_JAX_CACHE_DIR", "a folder (not a file)", _folder, help="JAX's persistent compile cache"),
+    Setting("DEMOS_BUILD_DIR", "a folder (not a file)", _folder, help="where exports are written (build/)"),
+    Setting("DEMOS_CHROMIUM", "the path of an executable chromium", _program, help="the browser for PDF and walk"),
+    Setting("DEMOS_USER_PYTHONSTARTUP", "an existing Python file", _file, help="your PYTHONSTARTUP, kept"),
+    Setting("DEMOS_RESULTS", "an existing results file (assets/results/<file>.json)", _file,
+            help="the recorded run figures draw"),
+    Setting("RESULTS", "an existing results file (assets/results/<file>.json)", _file,
+            help="make pdf/html: draw this recorded run"),
+    Setting("PORT", "a port number from 1 to 65535", _whole(1, 65535), 8888, help="make present's port"),
+    Setting("PART", "a part number in slides/ or a .ipynb path", _part, "1", help="make present's part"),
+)}
+
+
+def raw(name: str) -> str | None:
+    """The setting's text, or None when unset or empty."""
+    text = os.environ.get(name)
+    return text if text is not None and text.strip() else None
+
+
+def parse(name: str, text: str) -> Any:
+    """``text`` parsed as setting ``name``; SettingError (one line) when it is not allowed."""
+    s = SETTINGS[name]
+    try:
+        return s.parse(text)
+    except SettingError:
+        raise
+    except (ValueError, TypeError, OSError):
+        extra = f" (parts: {_part_numbers()})" if name == "PART" else ""
+        raise SettingError(f"{name}={text!r}: must be {s.allowed}{extra}") from None
+
+
+def get(name: str) -> Any:
+    """The setting's value: parsed when set, its default when unset or empty."""
+    text = raw(name)
+    return SETTINGS[name].default if text is None else parse(name, text)
+
+
+def check_all(names: tuple[str, ...] | None = None) -> None:
+    """Parse every setting that is set (or those named); raises SettingError for the first bad one.
+    Commands call it before any work."""
+    for name in names or tuple(SETTINGS):
+        get(name)
+
+
+def problems() -> list[str]:
+    """One line per setting that does not parse (for `make check`)."""
+    out = []
+    for name in SETTINGS:
+        try:
+            get(name)
+        except SettingError as exc:
+            out.append(str(exc))
+    return out
