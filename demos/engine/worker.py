@@ -1,0 +1,215 @@
+"""Run a job in a separate Python process with a time limit and a memory cap, kept warm between jobs.
+
+Code a student types can loop forever, unroll a loop for minutes while tracing, or allocate the
+machine's memory. :class:`Worker` runs such work in a child process (``python -m
+demos.engine.worker``) that imports torch and JAX once and then serves jobs: ``call(module,
+function, kwargs)`` imports ``module``, calls ``function(**kwargs, progress=…)`` there and returns
+its JSON-able result. While waiting, the parent polls the child:
+
+- past ``timeout_s`` the child's whole process group (compilers included) is killed and the call
+  raises one line; the next call starts a new child, so no half-built compile state survives;
+- above ``memory_bytes`` of resident memory (Linux ``/proc``) the same;
+- a child that dies (a segfault, ``os._exit``) raises one line with the last line it wrote to stderr.
+
+The protocol is one JSON object per line on the child's stdout; the job's own prints go to its
+stderr file, never into the protocol. Progress lines reach the caller's ``progress(fraction,
+message)`` as they come.
+"""
+from __future__ import annotations
+
+import json
+import os
+import select
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+from demos.engine.errors import DemoError
+
+PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
+
+
+def default_memory_bytes() -> int:
+    """Half the memory available now, at most 8 GiB (4 GiB when it cannot be read)."""
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                return min(8 * 2**30, int(line.split()[1]) * 1024 // 2)
+    except OSError:
+        pass
+    return 4 * 2**30
+
+
+def rss_bytes(pid: int) -> int | None:
+    """Resident memory of ``pid`` (None where /proc cannot say)."""
+    try:
+        return int(Path(f"/proc/{pid}/statm").read_text().split()[1]) * PAGE
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+class Worker:
+    """A child process serving jobs (see the module docstring). ``preload`` names modules the
+    child imports before it says it is ready (their import is not charged to the first job)."""
+
+    def __init__(self, preload: tuple[str, ...] = (), env: dict[str, str] | None = None):
+        self.preload = preload
+        self.env = env
+        self.proc: subprocess.Popen | None = None
+        self.starts = 0
+        self.start_s: float | None = None
+        self._err = None
+        self._buf = b""
+
+    # -- the child ---------------------------------------------------------------------
+    @property
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def start(self, timeout_s: float = 180.0) -> float:
+        """Start the child and wait until it has imported ``preload``; returns the seconds it took."""
+        self.stop()
+        t0 = time.perf_counter()
+        self._err = tempfile.TemporaryFile()
+        env = dict(os.environ, **(self.env or {}))
+        env["PYTHONUNBUFFERED"] = "1"
+        self.proc = subprocess.Popen([sys.executable, "-m", "demos.engine.worker", *self.preload],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._err,
+                                     env=env, start_new_session=True)
+        self._buf = b""
+        self.starts += 1
+        msg = self._read(timeout_s, memory_bytes=None, progress=None)
+        if not msg.get("ready"):
+            self.stop()
+            raise DemoError(f"the worker process did not start ({msg.get('error', 'no reply')})")
+        self.start_s = time.perf_counter() - t0
+        return self.start_s
+
+    def stop(self) -> None:
+        """Kill the child and everything it started (compilers), if it runs."""
+        if self.proc is not None:
+            if self.proc.poll() is None:
+                try:
+                    os.killpg(self.proc.pid, signal.SIGKILL)
+                except (ProcessLookupError, PermissionError):
+                    self.proc.kill()
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:  # pragma: no cover
+                pass
+            for f in (self.proc.stdin, self.proc.stdout):
+                try:
+                    f.close()
+                except Exception:
+                    pass
+        self.proc = None
+
+    def _last_stderr(self) -> str:
+        if self._err is None:
+            return ""
+        try:
+            self._err.seek(0)
+            lines = [ln.strip() for ln in self._err.read().decode("utf-8", "replace").splitlines() if ln.strip()]
+        except OSError:
+            return ""
+        return lines[-1][:200] if lines else ""
+
+    # -- a job -------------------------------------------------------------------------
+    def call(self, module: str, function: str, kwargs: dict[str, Any], timeout_s: float = 120.0,
+             memory_bytes: int | None = None, progress: Callable[[float, str], None] | None = None) -> Any:
+        """``module.function(**kwargs)`` in the child; its result, or DemoError in one line."""
+        if not self.alive:
+            self.start()
+        request = json.dumps({"module": module, "function": function, "kwargs": kwargs}) + "\n"
+        try:
+            self.proc.stdin.write(request.encode())
+            self.proc.stdin.flush()
+        except (BrokenPipeError, OSError):
+            self.stop()
+            raise DemoError("the worker process had stopped; press Run again") from None
+        msg = self._read(timeout_s, memory_bytes or default_memory_bytes(), progress)
+        if msg.get("ok"):
+            return msg.get("result")
+        raise DemoError(msg.get("error") or "the job failed")
+
+    def _read(self, timeout_s: float, memory_bytes: int | None, progress) -> dict[str, Any]:
+        """The next result line, passing progress lines on; kills the child past the limits."""
+        deadline = time.monotonic() + timeout_s
+        fd = self.proc.stdout.fileno()
+        while True:
+            while b"\n" in self._buf:
+                line, self._buf = self._buf.split(b"\n", 1)
+                try:
+                    msg = json.loads(line)
+                except ValueError:
+                    continue
+                if "progress" in msg:
+                    if progress is not None:
+                        progress(float(msg["progress"]), str(msg.get("message", "")))
+                    continue
+                return msg
+            now = time.monotonic()
+            if now > deadline:
+                self.stop()
+                raise DemoError(f"stopped after {timeout_s:.0f} s without an answer (an endless loop, or a "
+                                "loop unrolled while tracing?); the worker was restarted with a clean compile state")
+            if memory_bytes is not None:
+                rss = rss_bytes(self.proc.pid)
+                if rss is not None and rss > memory_bytes:
+                    self.stop()
+                    raise DemoError(f"stopped: it used over {memory_bytes / 2**30:.1f} GiB of memory; the worker "
+                                    "was restarted (choose a smaller shape)")
+            ready, _, _ = select.select([fd], [], [], min(0.1, max(0.0, deadline - now)))
+            if ready:
+                chunk = os.read(fd, 1 << 16)
+                if not chunk:
+                    code = self.proc.wait()
+                    last = self._last_stderr()
+                    self.stop()
+                    how = f"signal {-code}" if code < 0 else f"exit code {code}"
+                    raise DemoError(f"the worker process died ({how}{': ' + last if last else ''}); "
+                                    "it restarts on the next Run")
+                self._buf += chunk
+
+
+# =======================================================================================
+# The child
+# =======================================================================================
+def _serve(preload: list[str]) -> None:  # pragma: no cover - runs in the child (tested through Worker)
+    import importlib
+
+    proto = os.fdopen(os.dup(1), "w", buffering=1)
+    os.dup2(2, 1)  # the jobs' prints (Python's and C's) go to stderr, never into the protocol
+    sys.stdout = sys.stderr
+
+    def send(obj: dict) -> None:
+        proto.write(json.dumps(obj, default=str) + "\n")
+        proto.flush()
+
+    try:
+        import demos  # noqa: F401  (the environment before torch/JAX)
+
+        for name in preload:
+            importlib.import_module(name)
+    except Exception as exc:
+        send({"ready": False, "error": f"{type(exc).__name__}: {exc}"})
+        return
+    send({"ready": True})
+    from demos.engine.errors import one_line
+
+    for line in sys.stdin:
+        try:
+            req = json.loads(line)
+            fn = getattr(importlib.import_module(req["module"]), req["function"])
+            result = fn(**req.get("kwargs", {}), progress=lambda f, m="": send({"progress": f, "message": m}))
+            send({"ok": True, "result": result})
+        except Exception as exc:
+            send({"ok": False, "error": one_line(exc)})
+
+
+if __name__ == "__main__":  # pragma: no cover
+    _serve(sys.argv[1:])
