@@ -22,3 +22,13 @@ configure_environment()
 
 __version__ = "0.1.0"
 BACKENDS = ("torch_eager", "torch_compile", "jax_eager", "jax_jit")
+
+
+def __getattr__(name: str):
+    """``from demos import inspect_fn``: the compiler inspector (demos.introspection.inspector),
+    imported on first use so that ``import demos`` stays cheap."""
+    if name in ("inspect_fn", "inspect_source"):
+        from demos.introspection import inspector
+
+        return getattr(inspector, name)
+    raise AttributeError(f"module 'demos' has no attribute {name!r}")

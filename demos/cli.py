@@ -199,6 +199,53 @@ def cmd_export(args: argparse.Namespace) -> int:
     return export_main(args.rest, demos=_demos)
 
 
+def cmd_inspect(args: argparse.Namespace) -> int:
+    """``python -m demos inspect FILE.py[:FUNC]``: what torch.compile (and jax.jit, for a
+    ``FUNC_jax`` twin in the same file) do with your function, run in a worker process with a
+    time limit and a memory cap."""
+    import json
+    from pathlib import Path
+
+    from demos.engine.outputs import output_file, write_atomic
+    from demos.introspection.inspector import parse_shape, report_text
+
+    path_text, _, func = args.target.partition(":")
+    path = Path(path_text)
+    out = output_file(args.json, "inspection", "--json", inputs=[path], force=args.force) if args.json is not None else None
+    if not path.is_file():
+        raise DemoError(f"{path}: {'is a directory' if path.is_dir() else 'no such file'}; give FILE.py[:FUNC]")
+    if func and not func.isidentifier():
+        raise DemoError(f"{func!r} is not a function name; give FILE.py[:FUNC]")
+    try:
+        source = path.read_text()
+    except UnicodeDecodeError:
+        raise DemoError(f"{path}: not a text file, so not Python source") from None
+    except OSError as exc:
+        raise DemoError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    parse_shape(args.shape)
+    if args.timeout <= 0:
+        raise DemoError(f"--timeout {args.timeout:g}: must be a positive number of seconds")
+    from demos.engine.worker import Worker
+    from demos.introspection.inspector import WORKER_PRELOAD, run_isolated
+
+    worker = Worker(preload=WORKER_PRELOAD)
+    t0 = time.perf_counter()
+    try:
+        report = run_isolated(worker, source, func or None, shape=args.shape, dtype=args.dtype, jax=not args.no_jax,
+                              sweep_dim=None if args.no_sweep else 0, timeout_s=args.timeout,
+                              progress=lambda f, m="": print(f"  … {m}", file=sys.stderr, flush=True) if m else None)
+    finally:
+        worker.stop()
+    print(report_text(report))
+    w = report.get("worker") or {}
+    print(f"\n{time.perf_counter() - t0:.1f} s wall (worker start {w.get('start_s') or 0:.1f} s, inspection "
+          f"{w.get('run_s', 0):.1f} s)")
+    if out:
+        write_atomic(out, json.dumps({"schema": "jit-deck/inspection@1", **report}, indent=1, default=str) + "\n")
+        print(f"wrote {out}")
+    return 0
+
+
 def _trace_stamp(run: dict) -> str:
     meta = run.get("meta", {})
     bits = [meta.get("gpu") or run.get("device", "")]
@@ -250,6 +297,16 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--json", metavar="OUT", help="also write the timeline data (lanes, counts) to OUT")
     p.add_argument("--force", action="store_true", help="replace OUT even if it is not what this command writes")
     p.set_defaults(func=cmd_trace)
+    p = sub.add_parser("inspect", help="what torch.compile and jax.jit do with your function (FILE.py[:FUNC])")
+    p.add_argument("target", metavar="FILE.py[:FUNC]", help="a Python file and the function in it (default: its first)")
+    p.add_argument("--shape", default="1024x1024", help="input shape, e.g. 1024x1024 (every input gets it)")
+    p.add_argument("--dtype", default="float32", choices=["float32", "bfloat16", "float16", "float64"])
+    p.add_argument("--no-jax", action="store_true", help="skip the FUNC_jax twin even if the file defines one")
+    p.add_argument("--no-sweep", action="store_true", help="skip the recompilation sweep over dimension 0")
+    p.add_argument("--timeout", type=float, default=180.0, help="seconds before the worker is stopped (default 180)")
+    p.add_argument("--json", metavar="OUT", help="also write the report as JSON")
+    p.add_argument("--force", action="store_true", help="replace OUT even if it is not an inspection report")
+    p.set_defaults(func=cmd_inspect)
     p = sub.add_parser("export", add_help=False, help="the deck as offline HTML or PDF (python -m demos.deck.export)")
     p.add_argument("rest", nargs=argparse.REMAINDER)
     p.set_defaults(func=cmd_export)

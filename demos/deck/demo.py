@@ -280,6 +280,34 @@ class Float(Control):
                                  continuous_update=False, layout=w.Layout(width="380px"), **self._style())
 
 
+@dataclass
+class Code(Control):
+    """A code box: Python source text the student edits (a Textarea in the panel)."""
+    max_chars: int = 20_000
+    rows: int = 12
+
+    def values(self) -> list[Any]:
+        return [self.default]
+
+    def allowed(self) -> str:
+        return f"Python source text defining a function (1 to {self.max_chars:,} characters)"
+
+    def check(self, value: Any) -> Any:
+        if not isinstance(value, str) or not value.strip() or len(value) > self.max_chars or "\x00" in value:
+            raise self.refuse(value if not isinstance(value, str) or len(value) < 60 else value[:40] + "…")
+        return value
+
+    def bad_values(self) -> list[Any]:
+        return ["", "   \n", None, 0, 1.5, True, b"def f(x): return x", "x" * (self.max_chars + 1)]
+
+    def widget(self):
+        w = _widgets()
+        box = w.Textarea(value=self.default, rows=self.rows, continuous_update=False,
+                         layout=w.Layout(width="98%"), **self._style())
+        box.add_class("jitdeck-code")
+        return box
+
+
 # =======================================================================================
 # The declaration
 # =======================================================================================
@@ -318,6 +346,9 @@ class Demo:
     # the lesson is a cold compile (tens of seconds by design): `ui-bench` lists it as exempt
     cold: bool = False
     panel_class: type | None = None                   # a ui.Panel subclass for stateful demos
+    # defaults that follow other controls' values (a preset fills a code box): values -> {name: value},
+    # applied to each control the caller did not set
+    derived: Callable[[dict], dict] | None = None
     # what the slide claims of a measurement at the defaults: data -> {claim: holds?}; checked by
     # `make check` on the lecture's machine and by the shared tests on CI's CPU
     claims: Any = None                                # a demos.deck.claims.Claims (thresholds declared once)
@@ -388,6 +419,10 @@ class Demo:
             else:
                 raise DemoError(f"{self.key} has no control {k!r}; its controls: "
                                 f"{', '.join(controls) or 'none'}")
+        if self.derived is not None:
+            for k, v in self.derived(dict(vals)).items():
+                if k in controls and k not in values:
+                    vals[k] = controls[k].check(v)
         return vals
 
     # -- measuring ---------------------------------------------------------------------
@@ -533,7 +568,8 @@ class Demo:
             raise DemoError(f"{self.key} has no control {', '.join(sorted(unknown))}; "
                             f"its controls: {', '.join(c.name for c in controls) or 'none'}")
         checked = self.validate(overrides)  # the same one check a measurement makes
-        specs = [_replace_default(c, checked[c.name]) if c.name in overrides else c for c in controls]
+        specs = [_replace_default(c, checked[c.name]) if c.name in overrides or checked[c.name] != c.default else c
+                 for c in controls]
         cls = self.panel_class or ui.Panel
         panel = cls(self, specs)
         if self.instant and not overrides:

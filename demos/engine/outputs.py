@@ -26,6 +26,7 @@ PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 KINDS = {
     "record": ("a jit-deck results record", "jit-deck/record@"),
     "timeline": ("a jit-deck timeline (python -m demos trace --json)", "jit-deck/timeline@"),
+    "inspection": ("a jit-deck inspection report (python -m demos inspect --json)", "jit-deck/inspection@"),
     "png": ("a PNG image", None),
     "pdf": ("a PDF", None),
 }

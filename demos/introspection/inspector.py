@@ -35,6 +35,7 @@ import io
 import linecache
 import math
 import re
+import sys
 import time
 import traceback
 import types
@@ -80,7 +81,11 @@ def load_source(source: str, filename: str | None = None) -> dict[str, Any]:
         raise DemoError(f"syntax error at {where}: {exc.msg}") from None
     lines = source.splitlines(keepends=True)
     linecache.cache[filename] = (len(source), None, lines, filename)
-    namespace: dict[str, Any] = {"__name__": "__yourcode__", "__file__": filename}
+    # a real module (torch.cond compiles its branches and imports their module by name)
+    module = types.ModuleType(f"yourcode_{_RUNS[0]}")
+    module.__file__ = filename
+    sys.modules[module.__name__] = module
+    namespace = module.__dict__
     try:
         exec(code, namespace)
     except Exception as exc:
@@ -225,7 +230,8 @@ def summary_line(d: dict[str, Any]) -> str:
     if sw.get("torch"):
         bits.append(f"{sw['torch']['compiles']} compiles over {len(sw['torch']['calls'])} sizes")
     if t.get("kernels") is not None:
-        bits.append(f"{t.get('eager_ops')} aten ops → {t['kernels']} kernel{'s' * (t['kernels'] != 1)}"
+        ops = "?" if t.get("eager_ops") is None else t["eager_ops"]
+        bits.append(f"{ops} aten ops → {t['kernels']} kernel{'s' * (t['kernels'] != 1)}"
                     + (f" + {len(t['library_calls'])} library call{'s' * (len(t['library_calls']) != 1)}"
                        if t.get("library_calls") else ""))
     if t.get("speedup"):
@@ -233,6 +239,15 @@ def summary_line(d: dict[str, Any]) -> str:
     if t.get("compile_s") is not None:
         bits.append(f"compile {t['compile_s']:.2f} s")
     return f"{d['name']}: " + " · ".join(bits)
+
+
+def call_kind(c: dict[str, Any]) -> str:
+    """One sweep call in words: a cache hit, a (dynamic) recompile, or eager after the limit."""
+    if c["fallback"] and not c["compiled"]:
+        return "eager (recompile limit reached: runs uncompiled)"
+    if c["compiled"]:
+        return "miss → compiled" + (" dynamic" if c["dynamic"] else " static")
+    return "hit"
 
 
 def report_text(d: dict[str, Any]) -> str:
@@ -266,8 +281,7 @@ def report_text(d: dict[str, Any]) -> str:
     sw = d.get("sweep") or {}
     for c in (sw.get("torch") or {}).get("calls", []):
         jx = next((x for x in (sw.get("jax") or {}).get("calls", []) if x["size"] == c["size"]), None)
-        out.append(f"  size {c['size']:>6}: {'miss' if c['compiled'] else 'hit '}"
-                   f"{' dynamic' if c['dynamic'] else ''}{' eager-fallback' if c['fallback'] else ''}"
+        out.append(f"  size {c['size']:>6}: {call_kind(c)}"
                    f"{(' — ' + c['reason']) if c['reason'] else ''}"
                    + (f" | jax {'miss' if jx['miss'] else 'hit'}{(' — ' + jx['reason']) if jx['reason'] else ''}"
                       if jx else ""))
@@ -413,18 +427,24 @@ def inspect_torch(fn: Callable, xs: list, budget_s: float = BUDGET_S, progress=N
     # eager, on copies: does it run, what does it return, does it mutate its inputs, how many ops
     progress(0.05, "running it eagerly")
     ins = _clone(xs)
-    counter = _OpCounter()
     try:
-        with counter.mode:
-            eager_out = fn(*ins)
-        eager_ts = [t.detach().clone() for t in _tensors(eager_out)]
+        eager_ts = [t.detach().clone() for t in _tensors(fn(*ins))]
     except DemoError:
         raise
     except Exception as exc:
         raise DemoError(f"your function raised in eager mode: {user_error(exc, filename)}") from None
+    counter = _OpCounter()
+    if "torch.cond" in source or "higher_order" in source:
+        counter.ops = None  # a higher-order op: the counting mode cannot enter it (and would leave it broken)
+    else:
+        try:
+            with counter.mode:
+                fn(*_clone(xs))
+        except Exception:  # counting is a nicety: the report says "?" rather than fail
+            counter.ops = None
     out["mutates"] = any(not torch.equal(a, b) for a, b in zip(ins, xs) if a.dtype == b.dtype and a.shape == b.shape)
-    out["eager_ops"] = len(counter.ops)
-    out["eager_op_names"] = counter.ops[:40]
+    out["eager_ops"] = None if counter.ops is None else len(counter.ops)
+    out["eager_op_names"] = (counter.ops or [])[:40]
     with _quiet_torch():
         progress(0.2, "capturing graphs, breaks and guards")
         try:
@@ -474,8 +494,7 @@ def inspect_jax(fn: Callable, xs: list, budget_s: float = BUDGET_S) -> dict[str,
         jax.config.update("jax_enable_compilation_cache", False)
         try:
             t0 = time.perf_counter()
-            lowered = jax.jit(f).lower(*xs)
-            compiled = lowered.compile()
+            jax.jit(f).lower(*xs).compile()
             out["compile_s"] = time.perf_counter() - t0
         finally:
             jax.config.update("jax_enable_compilation_cache", old)
@@ -639,6 +658,39 @@ def inspect_source(source: str, func: str | None = None, shape: str | Sequence[i
     return d
 
 
+def warm_compiler(progress=None) -> dict[str, Any]:
+    """Compile a tiny function once with each compiler, so a worker's first inspection does not pay
+    Inductor's and XLA's one-time start-up (seconds) inside its compile time."""
+    torch = require_torch()
+    t0 = time.perf_counter()
+
+    def tiny(x):
+        return torch.relu(torch.sin(x) * 2)
+
+    torch.compile(fresh_function(tiny, "warm"))(torch.ones(64))
+    from demos.engine.devices import jax_or_none
+
+    jax = jax_or_none()
+    if jax is not None:
+        import jax.numpy as jnp
+
+        jax.jit(lambda x: jnp.sin(x) * 2)(jnp.ones(64)).block_until_ready()
+    return {"seconds": time.perf_counter() - t0}
+
+
+def ensure_worker(worker, progress=None) -> float | None:
+    """Start ``worker`` and warm its compilers if it is not running; the seconds that took (None
+    when it was already warm)."""
+    if worker.alive:
+        return None
+    if progress:
+        progress(0.0, "starting the worker process (torch, JAX, the compilers)…")
+    t0 = time.perf_counter()
+    worker.start()
+    worker.call("demos.introspection.inspector", "warm_compiler", {}, timeout_s=600)
+    return time.perf_counter() - t0
+
+
 # The worker process the panel and the command line run inspections in (demos.engine.worker):
 # torch and JAX imported once; a time limit and a memory cap per Run.
 WORKER_PRELOAD = ("torch", "jax", "demos.introspection.inspector")
@@ -661,8 +713,12 @@ def run_isolated(worker, source: str, func: str | None = None, shape: str = "102
 
     cap = memory_bytes or default_memory_bytes()
     check_fits(dims, dtype, 1, cap)
-    return worker.call("demos.introspection.inspector", "inspect_source",
+    started = ensure_worker(worker, progress)
+    t0 = time.perf_counter()
+    out = worker.call("demos.introspection.inspector", "inspect_source",
                        {"source": source, "func": func, "shape": "x".join(map(str, dims)), "dtype": dtype, "jax": jax,
                         "sweep_dim": sweep_dim, "limit_bytes": cap}, timeout_s=timeout_s, memory_bytes=cap,
-                       progress=progress)
+                     progress=progress)
+    out["worker"] = {"start_s": started, "run_s": time.perf_counter() - t0, "starts": worker.starts}
+    return out
 
