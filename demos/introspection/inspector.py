@@ -403,7 +403,7 @@ def _numerics(eager: list, compiled: list, source: str) -> dict[str, Any]:
             worst = max(worst, float(torch.nan_to_num(d, nan=0.0).max()))
             scale = max(scale, float(torch.nan_to_num(a.double().abs(), nan=0.0).max()))
     rel = worst / scale if scale else worst
-    rng = bool(re.search(r"\b(rand|randn|randint|bernoulli|dropout|normal_|uniform_|multinomial)\b", source))
+    rng = bool(re.search(r"\b(rand\w*|bernoulli\w*|dropout\w*|normal_|uniform_|multinomial|randperm)\b", source))
     if worst == 0.0:
         why = "bit-identical to eager"
     elif rng:
@@ -438,8 +438,9 @@ def inspect_torch(fn: Callable, xs: list, budget_s: float = BUDGET_S, progress=N
         counter.ops = None  # a higher-order op: the counting mode cannot enter it (and would leave it broken)
     else:
         try:
+            copies = _clone(xs)  # cloned outside the count
             with counter.mode:
-                fn(*_clone(xs))
+                fn(*copies)
         except Exception:  # counting is a nicety: the report says "?" rather than fail
             counter.ops = None
     out["mutates"] = any(not torch.equal(a, b) for a, b in zip(ins, xs) if a.dtype == b.dtype and a.shape == b.shape)

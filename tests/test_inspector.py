@@ -1,0 +1,240 @@
+"""Part 7: the compiler inspector on each preset (its facts asserted exactly), on what students
+type (one line each, the next Run works), from the command line, and in its panel."""
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import demos  # noqa: F401  (environment before torch/JAX)
+from demos.engine.errors import DemoError
+from demos.engine.worker import Worker, rss_bytes
+from demos.introspection import inspector
+from demos.topics import yourfn
+
+ROOT = Path(__file__).resolve().parent.parent
+PRESETS = yourfn.PRESETS
+
+
+def _line_of(code: str, needle: str, start: int = 0) -> int:
+    """1-based number of the first line of ``code`` containing ``needle``, from line ``start`` on."""
+    return next(i + 1 for i, ln in enumerate(code.splitlines()) if i >= start and needle in ln)
+
+
+@pytest.fixture(scope="module")
+def reports():
+    """Every preset, as written and with its fix, inspected in this process (no worker: the facts)."""
+    out = {}
+    for key, p in PRESETS.items():
+        for version in ("code", "fix"):
+            if p[version]:
+                out[key, version] = inspector.inspect_source(p[version], shape=p["shape"], budget_s=0.05,
+                                                             sweep_dim=0 if key in ("loop", "chain") else None)
+    return out
+
+
+def test_the_chain_is_one_graph_and_six_ops_become_one_kernel(reports):
+    t = reports["chain", "code"]["torch"]
+    assert (t["graphs"], t["breaks"], t["eager_ops"], t["kernels"]) == (1, 0, 6, 1)
+    assert t["code_excerpt"][0].startswith("# kernel 1/1")
+    assert t["compile_s"] > 0 and t["eager"]["p10"] <= t["eager"]["median"] <= t["eager"]["p90"]
+    j = reports["chain", "code"]["jax"]
+    assert j["error"] == "" and j["jaxpr_eqns"] == 6 and j["fusions"] == 1 and j["flops"] > 0
+    sweep = reports["chain", "code"]["sweep"]["torch"]
+    # automatic dynamic: static at the first size, dynamic at the second, hits from then on
+    assert [c["compiled"] for c in sweep["calls"]] == [True, True] + [False] * 8
+    assert sweep["calls"][1]["dynamic"] and "size mismatch at index 0" in sweep["calls"][1]["reason"]
+    assert reports["chain", "code"]["sweep"]["jax"]["misses"] == 10  # jax.jit traces every new shape
+    assert yourfn.inspector_claims({"preset": "chain", "edited": False, "report": reports["chain", "code"]})
+
+
+def test_item_is_exactly_one_break_at_its_line_with_torchs_hint(reports):
+    code = PRESETS["item"]["code"]
+    t = reports["item", "code"]["torch"]
+    assert (t["graphs"], t["breaks"]) == (2, 1)
+    (b,) = t["break_list"]
+    assert "item()" in b["reason"] and b["line"] == _line_of(code, ".item()") and ".item()" in b["source"]
+    assert "capture_scalar_outputs" in b["hint"]
+    j = reports["item", "code"]["jax"]
+    assert j["error_type"] == "ConcretizationTypeError" and j["line"] == _line_of(code, "float(")
+    fixed = reports["item", "fix"]
+    assert (fixed["torch"]["graphs"], fixed["torch"]["breaks"]) == (1, 0) and fixed["jax"]["error"] == ""
+
+
+def test_a_data_dependent_if_breaks_torch_and_raises_in_jax(reports):
+    code = PRESETS["branch"]["code"]
+    t = reports["branch", "code"]["torch"]
+    (b,) = t["break_list"]
+    assert b["line"] == _line_of(code, "if y.sum()") and "data-dependent branch" in b["plain"]
+    assert "torch.where" in b["hint"]
+    j = reports["branch", "code"]["jax"]
+    assert j["error_type"] == "TracerBoolConversionError" and j["line"] == _line_of(code, "if y.sum()", 9)
+    fixed = reports["branch", "fix"]
+    assert fixed["torch"]["breaks"] == 0 and fixed["torch"]["kernels"] >= 1 and fixed["jax"]["error"] == ""
+
+
+def test_print_breaks_the_graph_and_runs_once_under_jit(reports):
+    t = reports["print", "code"]["torch"]
+    assert t["breaks"] == 1 and "print" in t["break_list"][0]["plain"]
+    assert t["printed"]["lines"] > 0 and reports["print", "code"]["jax"]["error"] == ""
+    assert reports["print", "fix"]["torch"]["breaks"] == 0
+
+
+def test_the_shape_loop_recompiles_per_length_until_the_limit_then_runs_eagerly(reports):
+    sweep = reports["loop", "code"]["sweep"]["torch"]
+    limit = sweep["limit"]
+    calls = sweep["calls"]
+    assert sweep["compiles"] == limit == 8
+    assert all(c["compiled"] and not c["dynamic"] for c in calls[:limit])  # unrolled: never dynamic
+    assert all(c["fallback"] and not c["compiled"] for c in calls[limit:])
+    fixed = reports["loop", "fix"]["sweep"]["torch"]
+    assert fixed["compiles"] == 2 and fixed["calls"][1]["dynamic"]  # the fix goes dynamic once
+    assert not any(c["compiled"] for c in fixed["calls"][2:])
+
+
+def test_mutation_runs_on_copies_and_cond_keeps_both_branches_in_one_graph(reports):
+    assert reports["mutation", "code"]["torch"]["mutates"] and not reports["mutation", "fix"]["torch"]["mutates"]
+    assert reports["mutation", "code"]["torch"]["numerics"]["max_abs"] < 1e-4
+    assert reports["cond", "code"]["torch"]["breaks"] == 1
+    assert reports["cond", "code"]["jax"]["error_type"] == "TracerBoolConversionError"
+    fixed = reports["cond", "fix"]
+    assert (fixed["torch"]["graphs"], fixed["torch"]["breaks"]) == (1, 0) and fixed["jax"]["error"] == ""
+
+
+def test_numerics_explain_random_numbers():
+    t = inspector.inspect_source("import torch\ndef noisy(x):\n    return x + torch.rand_like(x)\n",
+                                 shape="64x64", jax=False, sweep_dim=None, budget_s=0.02)["torch"]
+    assert t["numerics"]["max_abs"] > 0.01 and "fallback_random" in t["numerics"]["why"]
+
+
+def test_inspect_fn_is_the_public_api_and_counts_in_any_notebook():
+    import torch
+
+    from demos import inspect_fn
+
+    def f(x):
+        return torch.relu(x * 2) + 1
+
+    rep = inspect_fn(f, torch.randn(256), sweep_dim=None, budget_s=0.02)
+    assert rep.torch["kernels"] == 1 and rep.torch["breaks"] == 0 and "f:" in rep.summary()
+    with pytest.raises(DemoError, match="give example inputs as torch tensors"):
+        inspect_fn(f, [1.0, 2.0])
+
+
+# ---------------------------------------------------------------------------------------
+# What students type: one line each, the kernel (here: this process) survives, the next Run works
+# ---------------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def worker():
+    w = Worker(preload=inspector.WORKER_PRELOAD)
+    yield w
+    w.stop()
+
+
+GOOD = "import torch\ndef f(x):\n    return torch.sin(x) * 2\n"
+
+
+@pytest.mark.parametrize("code, says", [
+    ("def f(x):\n    return x +* 2\n", "syntax error at line 2, column 15: invalid syntax"),
+    ("def f(x):\n    raise ValueError('nope')\n", "line 2 (raise ValueError('nope')): ValueError: nope"),
+    ("def f(x):\n    return 3\n", "your function returned int, not a tensor"),
+    ("x = 1\n", "your code defines no function"),
+    ("def f(x, y, z, u, v):\n    return x\n", "takes 5 inputs"),
+    ("import torch\ndef f(x):\n    return torch.nope(x)\n", "AttributeError"),
+])
+def test_bad_code_is_one_line_and_the_next_run_works(worker, code, says):
+    with pytest.raises(DemoError) as err:
+        inspector.run_isolated(worker, code, shape="64x64", timeout_s=120)
+    assert says in str(err.value) and "\n" not in str(err.value)
+    assert inspector.run_isolated(worker, GOOD, shape="64x64", sweep_dim=None)["torch"]["kernels"] == 1
+
+
+def test_an_endless_loop_is_stopped_and_the_worker_restarts_clean(worker):
+    code = "import torch\ndef f(x):\n    while True:\n        x = x + 1\n    return x\n"
+    starts = worker.starts
+    with pytest.raises(DemoError, match=r"stopped after 6 s without an answer"):
+        inspector.run_isolated(worker, code, shape="64x64", timeout_s=6)
+    assert not worker.alive
+    d = inspector.run_isolated(worker, GOOD, shape="64x64", sweep_dim=None)
+    assert worker.starts == starts + 1 and d["worker"]["start_s"] > 0 and d["torch"]["breaks"] == 0
+
+
+def test_memory_beyond_the_cap_is_stopped(worker):
+    inspector.ensure_worker(worker)
+    base = rss_bytes(worker.proc.pid)
+    code = ("import torch\nkeep = []\ndef f(x):\n    for _ in range(32):\n"
+            "        keep.append(torch.ones(2**26))\n    return x\n")
+    with pytest.raises(DemoError, match=r"stopped: it used over .* GiB of memory"):
+        inspector.run_isolated(worker, code, shape="64x64", memory_bytes=base + 2**30, timeout_s=120)
+    assert inspector.run_isolated(worker, GOOD, shape="64x64", sweep_dim=None)["torch"]["kernels"] == 1
+
+
+def test_sizes_are_refused_before_anything_is_allocated():
+    fake = type("W", (), {"alive": True, "call": lambda *a, **k: pytest.fail("ran a job")})()
+    for shape, says in (("65536x65536", "choose a smaller shape"), ("abc", "give sizes like 1024x1024"),
+                        ("0x4", "each from 1 to 2^26"), ("1x2x3x4x5", "1 to 4 sizes")):
+        with pytest.raises(DemoError, match=re.escape(says)):
+            inspector.run_isolated(fake, GOOD, shape=shape, memory_bytes=2**30)
+    with pytest.raises(DemoError, match="dtype 'int8'"):
+        inspector.run_isolated(fake, GOOD, dtype="int8")
+
+
+def test_a_function_neither_compiler_traces_is_reported_not_fatal(worker):
+    code = ("import torch\nimport jax.numpy as jnp\n"
+            "def f(x):\n    vals = x.flatten()[:4].tolist()\n    return x * sum(vals)\n"
+            "def f_jax(x):\n    vals = x.flatten()[:4].tolist()\n    return x * sum(vals)\n")
+    d = inspector.run_isolated(worker, code, shape="64x64", sweep_dim=None)
+    assert d["torch"]["breaks"] >= 1 and d["jax"]["error_type"] == "ConcretizationTypeError"
+
+
+# ---------------------------------------------------------------------------------------
+# The command line and the panel
+# ---------------------------------------------------------------------------------------
+def test_the_command_line_inspects_a_file(tmp_path):
+    f = tmp_path / "mine.py"
+    f.write_text(PRESETS["item"]["code"])
+    out = tmp_path / "report.json"
+    r = subprocess.run([sys.executable, "-m", "demos", "inspect", f"{f}:scale", "--shape", "256x256", "--no-sweep",
+                        "--json", str(out)], cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert "scale: 2 graphs · 1 break" in r.stdout and f"break at line {_line_of(f.read_text(), '.item()')}" in r.stdout
+    assert "ConcretizationTypeError" in r.stdout and out.read_text().startswith('{\n "schema": "jit-deck/inspection@1"')
+    for argv, says in (([str(tmp_path / "nope.py")], "no such file"), ([f"{f}:1bad"], "is not a function name"),
+                       ([str(f), "--shape", "big"], "give sizes like"), ([str(f), "--json", str(f)], "input"),
+                       ([str(tmp_path)], "is a directory")):
+        r = subprocess.run([sys.executable, "-m", "demos", "inspect", *argv], cwd=ROOT, capture_output=True,
+                           text=True, timeout=120)
+        assert r.returncode == 2 and says in r.stderr and len(r.stderr.strip().splitlines()) == 1, (argv, r.stderr)
+
+
+def test_the_panel_fills_presets_runs_and_redraws_views(monkeypatch):
+    monkeypatch.setattr("demos.deck.ui.static_mode", lambda: False)
+    monkeypatch.setattr("IPython.display.display", lambda *a, **k: None)
+    panel = yourfn.inspector(show=False, preset="item")
+    assert panel.values()["code"] == PRESETS["item"]["code"] and panel.values()["shape"] == PRESETS["item"]["shape"]
+    panel._build()
+    panel.controls["preset"].value = "branch"  # a preset fills the code box and the shape, and measures nothing
+    assert panel.controls["code"].value == PRESETS["branch"]["code"] and panel.renders == 0
+    panel.controls["version"].value = "with the fix"
+    assert panel.controls["code"].value == PRESETS["branch"]["fix"]
+    panel.button.click()  # Run
+    assert panel.last_error is None and panel.renders == 1, panel.last_error
+    data = yourfn.inspector.shown()
+    assert data["before_after"]["before"]["breaks"] == 1 and data["before_after"]["after"]["breaks"] == 0
+    first = panel.last_png
+    calls = []
+    monkeypatch.setattr(yourfn, "run_isolated", lambda *a, **k: calls.append(a) or pytest.fail("measured"))
+    panel.controls["view"].value = "time & numerics"  # a view redraws the same report
+    assert panel.renders == 2 and panel.last_png != first and not calls
+    monkeypatch.undo()
+    monkeypatch.setattr("demos.deck.ui.static_mode", lambda: False)
+    panel.controls["code"].value = "def f(x):\n    return x +* 2\n"
+    panel.button.click()
+    assert panel.last_error.startswith("syntax error at line 2") and "syntax error" in panel.status.value
+    panel.controls["code"].value = GOOD
+    panel.button.click()
+    assert panel.last_error is None and panel.renders == 3
+    assert not yourfn.inspector.shown().get("before_after")  # edited code: no before → after
