@@ -13,8 +13,8 @@ PARTS = nbtools.parts()
 NAMES = [p.name for p in PARTS]
 
 
-def test_the_deck_has_its_six_parts_in_order():
-    assert [n[:2] for n in NAMES] == ["01", "02", "03", "04", "05", "06"], NAMES
+def test_the_deck_has_its_seven_parts_in_order():
+    assert [n[:2] for n in NAMES] == ["01", "02", "03", "04", "05", "06", "07"], NAMES
 
 
 

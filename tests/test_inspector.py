@@ -218,7 +218,7 @@ def test_the_panel_fills_presets_runs_and_redraws_views(monkeypatch):
     panel._build()
     panel.controls["preset"].value = "branch"  # a preset fills the code box and the shape, and measures nothing
     assert panel.controls["code"].value == PRESETS["branch"]["code"] and panel.renders == 0
-    panel.controls["version"].value = "with the fix"
+    panel.controls["version"].value = "fixed"
     assert panel.controls["code"].value == PRESETS["branch"]["fix"]
     panel.button.click()  # Run
     assert panel.last_error is None and panel.renders == 1, panel.last_error

@@ -295,7 +295,7 @@ def test_rise_reads_the_theme(css):
 
 # -- parts ------------------------------------------------------------------------------
 PART_NAMES = ["01_eager_mode", "02_what_compilers_do", "03_when_compilation_pays", "04_inside_the_compilers",
-              "05_the_bill", "06_a_real_model"]
+              "05_the_bill", "06_a_real_model", "07_your_own_function"]
 
 
 def test_each_part_ends_with_a_link_to_the_next():

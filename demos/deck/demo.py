@@ -149,6 +149,7 @@ class Choice(Control):
     """A dropdown (or toggle buttons) over values, each a value or a (label, value) pair."""
     options: Sequence[Any] = ()
     toggle: bool = False
+    width: str = "300px"      # a dropdown's width
 
     def __post_init__(self):
         if not self.options:
@@ -165,7 +166,7 @@ class Choice(Control):
             st = self._style()
             st["style"]["button_width"] = "auto"
             return w.ToggleButtons(options=list(self.options), value=self.default, **st)
-        return w.Dropdown(options=list(self.options), value=self.default, layout=w.Layout(width="300px"),
+        return w.Dropdown(options=list(self.options), value=self.default, layout=w.Layout(width=self.width),
                           **self._style())
 
 
@@ -284,7 +285,8 @@ class Float(Control):
 class Code(Control):
     """A code box: Python source text the student edits (a Textarea in the panel)."""
     max_chars: int = 20_000
-    rows: int = 12
+    rows: int = 3
+    width: str = "86%"
 
     def values(self) -> list[Any]:
         return [self.default]
@@ -303,7 +305,7 @@ class Code(Control):
     def widget(self):
         w = _widgets()
         box = w.Textarea(value=self.default, rows=self.rows, continuous_update=False,
-                         layout=w.Layout(width="98%"), **self._style())
+                         layout=w.Layout(width=self.width), **self._style())
         box.add_class("jitdeck-code")
         return box
 
@@ -345,6 +347,9 @@ class Demo:
     opens: str = "live"
     # the lesson is a cold compile (tens of seconds by design): `ui-bench` lists it as exempt
     cold: bool = False
+    # "worker": ``measure`` only waits for another process that measures from its own declared state
+    # (part 7's inspector), so this process chooses no thread policy and reports no load of its own
+    measured_in: str = "here"
     panel_class: type | None = None                   # a ui.Panel subclass for stateful demos
     # defaults that follow other controls' values (a preset fills a code box): values -> {name: value},
     # applied to each control the caller did not set
@@ -438,13 +443,17 @@ class Demo:
             kw = dict(args)
             if "progress" in inspect.signature(self.measure).parameters:
                 kw["progress"] = progress or _noop
-            with declared_state() as cond:
-                data = self.measure(**kw)
+            if self.measured_in == "worker":
+                data, cond = self.measure(**kw), None
+            else:
+                with declared_state() as cond:
+                    data = self.measure(**kw)
             if not isinstance(data, dict):
                 raise TypeError(f"{self.key}: measure returned {type(data).__name__}, not a dict")
-            data["conditions"] = cond.to_dict()
+            if cond is not None:
+                data["conditions"] = cond.to_dict()
             self.last_conditions = cond
-            data.setdefault("stamp", plots.live_stamp(data.get("extra", ""), cond.stamp()))
+            data.setdefault("stamp", plots.live_stamp(data.get("extra", ""), cond.stamp() if cond else ""))
             self._memo = (key, dict(data))
         data["values"] = vals
         return data

@@ -82,6 +82,9 @@ class Worker:
                                      env=env, start_new_session=True)
         self._buf = b""
         self.starts += 1
+        from demos.engine.protocol import own_helper
+
+        own_helper(self.proc.pid)  # its CPU is this process's work, not another's load
         msg = self._read(timeout_s, memory_bytes=None, progress=None)
         if not msg.get("ready"):
             self.stop()

@@ -196,10 +196,11 @@ PRESETS: dict[str, dict[str, Any]] = {
         "fix_title": "torch.cond / jax.lax.cond: both branches in one graph",
     },
 }
-VERSIONS = ("as written", "with the fix")
+VERSIONS = ("as written", "fixed")
 SHAPES = ("16x1024", "256x1024", "1024x1024", "2048x2048", "4096x4096")
 DTYPES = ("float32", "bfloat16", "float64")
-VIEWS = ("graphs & breaks", "guards & recompiles", "kernels & code", "time & numerics")
+VIEWS = ("breaks", "recompiles", "kernels", "time & numerics")  # graphs & breaks, guards & recompiles, kernels & code
+FIG_SIZE = (12.2, 3.95)  # a little lower than the deck's figures: the code box sits above it
 TIMEOUT_S = 180.0   # per Run: an inspection here takes 2–15 s warm on a 2-core CPU
 
 _WORKER = Worker(preload=WORKER_PRELOAD)
@@ -207,7 +208,7 @@ _WORKER = Worker(preload=WORKER_PRELOAD)
 
 def preset_code(preset: str, version: str = "as written") -> str:
     p = PRESETS[preset]
-    return p["fix"] if version == "with the fix" and p["fix"] else p["code"]
+    return p["fix"] if version == "fixed" and p["fix"] else p["code"]
 
 
 def worker() -> Worker:
@@ -235,15 +236,16 @@ def measure_inspection(preset: str = "chain", version: str = "as written", code:
     report = run_isolated(worker(), code, shape=shape, dtype=dtype, timeout_s=TIMEOUT_S, progress=progress)
     data: dict[str, Any] = {"report": report, "preset": preset, "version": version, "code": code.splitlines(),
                             "device": report["device"], "edited": code not in (PRESETS[preset]["code"], PRESETS[preset]["fix"]),
-                            "extra": f"{report['inputs']} · inspected in a worker process"}
+                            "extra": f"{report['inputs']} · inspected in a worker process, "
+                                     f"{report['torch'].get('conditions', '')}"}
     p = PRESETS[preset]
     if p["fix"] and not data["edited"]:
-        other_version = "with the fix" if code == p["code"] else "as written"
+        other_version = "fixed" if code == p["code"] else "as written"
         if progress:
             progress(0.9, f"and {other_version}, for before → after")
         other = run_isolated(worker(), preset_code(preset, other_version), shape=shape, dtype=dtype,
                              timeout_s=TIMEOUT_S)
-        before, after = (report, other) if other_version == "with the fix" else (other, report)
+        before, after = (report, other) if other_version == "fixed" else (other, report)
         data["before_after"] = {"before": _slim(before), "after": _slim(after)}
     return data
 
@@ -433,7 +435,7 @@ VIEW_DRAW = dict(zip(VIEWS, (_view_breaks, _view_recompiles, _view_kernels, _vie
 
 
 def figure_inspection(data: dict[str, Any], reference: dict[str, Any] | None = None, view: str = VIEWS[0]):
-    fig, ax = plots.figure()
+    fig, ax = plots.figure(size=FIG_SIZE)
     ax.axis("off")
     _header(fig, data)
     VIEW_DRAW[view](fig, data)
@@ -465,13 +467,13 @@ inspector_claims = Claims(
 
 inspector = Demo(
     "inspector", "Your own function",
-    controls=[Choice("preset", "chain", options=[(p["title"], k) for k, p in PRESETS.items()]),
+    controls=[Choice("preset", "chain", options=[(p["title"], k) for k, p in PRESETS.items()], width="300px"),
               Choice("version", "as written", options=VERSIONS, toggle=True),
-              Choice("shape", "1024x1024", options=SHAPES),
-              Choice("dtype", "float32", options=DTYPES),
+              Choice("shape", "1024x1024", options=SHAPES, width="175px"),
+              Choice("dtype", "float32", options=DTYPES, width="140px"),
               Choice("view", VIEWS[0], options=VIEWS, toggle=True, view=True),
               Code("code", PRESETS["chain"]["code"], label="your code")],
-    measure=measure_inspection, figure=_figure, run_button=True, claims=inspector_claims,
+    measure=measure_inspection, figure=_figure, run_button=True, claims=inspector_claims, measured_in="worker",
     record_quick={}, warm=({},),
 )
 
