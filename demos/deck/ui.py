@@ -104,6 +104,9 @@ class Panel:
                                    layout=w.Layout(width="110px"))
             self.button.on_click(lambda _b: self.update(remeasure=True))
             row.append(self.button)
+            for spec in self.specs:  # a view-only control redraws what was measured, without measuring
+                if spec.view:
+                    self._controls[spec.name].observe(lambda _change: self._redraw_view(), names="value")
         else:
             for c in self._controls.values():
                 c.observe(lambda _change: self.update(), names="value")
@@ -113,6 +116,10 @@ class Panel:
                              layout=w.Layout(width="100%"))
         self.widget.add_class("jitdeck-panel")
         self._built = True
+
+    def _redraw_view(self) -> None:
+        if self.renders:  # nothing drawn yet: the view applies to the first Run
+            self.update()
 
     def progress(self, fraction: float, message: str = "") -> None:
         """Report progress of slow work (compiles, sweeps) while it runs."""

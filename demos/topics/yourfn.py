@@ -491,7 +491,7 @@ def _panel_class():
 
     class Panel(ui.Panel):
         """The inspector's panel: choosing a preset (or its fix) fills the code box and the shape;
-        a view redraws the last report without measuring; Run inspects what the box holds."""
+        Run inspects what the box holds (a view redraws the last report, as in every Run panel)."""
 
         def _build(self) -> None:
             if self._built:
@@ -500,16 +500,11 @@ def _panel_class():
             c = self._controls
             c["preset"].observe(lambda _ch: self._fill(), names="value")
             c["version"].observe(lambda _ch: self._fill(), names="value")
-            c["view"].observe(lambda _ch: self._redraw_view(), names="value")
 
         def _fill(self) -> None:
             c = self._controls
             c["code"].value = preset_code(c["preset"].value, c["version"].value)
             c["shape"].value = PRESETS[c["preset"].value]["shape"]
-
-        def _redraw_view(self) -> None:
-            if self.demo._memo is not None or self.renders:
-                self.update()
 
     return Panel
 
