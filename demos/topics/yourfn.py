@@ -344,7 +344,10 @@ def _view_recompiles(fig, data: dict[str, Any]) -> None:
         if c["size"] in jcalls:
             jc = jcalls[c["size"]]
             ax.scatter([k], [0], s=110, color=RED if jc["miss"] else GREEN, marker="X" if jc["miss"] else "o")
-    ax.set_yticks([0, 1], ["jax.jit", "torch.compile"] if jcalls else ["", "torch.compile"], fontsize=12)
+    if jcalls:
+        ax.set_yticks([0, 1], ["jax.jit", "torch.compile"], fontsize=12)
+    else:  # no jax.numpy twin: one row
+        ax.set_yticks([1], ["torch.compile"], fontsize=12)
     ax.set_xticks(range(len(calls)), [str(c["size"]) for c in calls], rotation=0, fontsize=11)
     ax.set_ylim(-0.6, 1.6)
     ax.grid(False)
