@@ -371,3 +371,17 @@ def test_gpu_recompilation_counts_and_latency():
     t = lat["backends"]["torch_compile"]
     assert rc.latency_claims["warm_cache"].holds(t["cold"]["first_s"] / t["warm"]["first_s"], lat), t
     assert all(rc.latency_claims(lat).values()), rc.latency_claims(lat)
+
+
+def test_each_session_steps_through_a_function_with_source_and_code_of_its_own():
+    """torch 2.11 (on the GPU machines) wraps a compiled function whose source file it cannot find
+    in one shared wrapper frame: the recompile budget dynamic=False's sweep used up then made every
+    later mode run eager, 0 compiles. A session's step has findable source and its own code."""
+    import inspect
+
+    a, b = rc.Session("auto"), rc.Session("mark_dynamic")
+    fa, fb = (s._fn._torchdynamo_orig_callable if hasattr(s._fn, "_torchdynamo_orig_callable") else s._fn
+              for s in (a, b))
+    assert inspect.getsourcefile(fa) and inspect.getsourcefile(fb)
+    assert fa.__code__ is not fb.__code__ and fa.__code__.co_filename != fb.__code__.co_filename
+    assert "def step" in "".join(inspect.getsourcelines(fa)[0])

@@ -153,9 +153,12 @@ def test_reduce_overhead_has_nothing_to_remove_on_a_cpu():
 # GPU forms of the claims (run with `pytest -m gpu` on a GPU machine)
 # ---------------------------------------------------------------------------------------
 @pytest.mark.gpu
-def test_gpu_two_matmuls_gain_little_and_chain_gains_at_seed_sizes():
-    mm = _interleaved("two_matmuls", {"B": 256, "D": 1024, "H": 2048}, rounds=5, budget_s=0.2)
-    chain = _interleaved("chain", {"N": 10_000_000}, rounds=5, budget_s=0.2)
+def test_gpu_two_matmuls_gain_little_and_chain_gains_at_the_slides_sizes():
+    # the payoff slide's GPU sizes, where its claims are made. At the seed's B=256 an H100 VM read
+    # 97 µs eager vs 155 µs compiled in one of two runs: tiny GEMMs are host-bound, not a GEMM fact
+    d = rf.payoff_defaults("gpu")
+    mm = _interleaved("two_matmuls", rf.workload_params("two_matmuls", d, "gpu"), rounds=5, budget_s=0.2)
+    chain = _interleaved("chain", rf.workload_params("chain", d, "gpu"), rounds=5, budget_s=0.2)
     assert not _payoff_failures("cuda", {"chain": chain, "two_matmuls": mm}), (chain, mm)
 
 
@@ -169,7 +172,7 @@ def test_gpu_roofline_matmuls_near_the_compute_roof():
 
 
 @pytest.mark.gpu
-def test_gpu_reduce_overhead_lowers_the_small_size_floor():
+def test_gpu_reduce_overhead_does_not_lower_a_fused_kernels_floor():
     data = rf.measure_overheads(sizes=[2**10, 2**12], budget_s=0.2)
     ratio = rf.overhead_floor(data, "reduce-overhead") / rf.overhead_floor(data, "default")
     assert rf.overheads_claims["floor"].holds(ratio, "gpu"), data
@@ -305,7 +308,12 @@ def test_roofline_predicted_and_overheads_claims_per_device():
     assert list(rf.predicted_claims({"peaks": peaks, "points": pred}).values()) == [True]  # ratio 1.4
     pred[0] = rf.make_point("two_matmuls", "torch_eager", mm, "float32", {"median_s": 50e-3, "p10_s": 5e-2}, peaks)
     assert not any(rf.predicted_claims({"peaks": peaks, "points": pred}).values())  # 14× below the roof
-    modes = {m: [{"p10_s": t}, {"p10_s": 2 * t}] for m, t in (("eager", 20e-6), ("default", 30e-6),
-                                                                    ("reduce-overhead", 8e-6))}
-    assert all(rf.overheads_claims({"device": "cuda", "modes": modes}).values())
-    assert not any(rf.overheads_claims({"device": "cpu", "modes": modes}).values())  # 3.75× apart on a CPU
+    def modes(ro):
+        return {m: [{"p10_s": t}, {"p10_s": 2 * t}] for m, t in (("eager", 20e-6), ("default", 30e-6),
+                                                                        ("reduce-overhead", ro))}
+    # a GPU: a fused kernel's floor does not drop (0.9× is the line); a CPU: the same within 0.5–2×
+    assert all(rf.overheads_claims({"device": "cuda", "modes": modes(100e-6)}).values())  # 3.3× (H100: 2.2×)
+    assert all(rf.overheads_claims({"device": "cuda", "modes": modes(28e-6)}).values())   # 0.93×
+    assert not any(rf.overheads_claims({"device": "cuda", "modes": modes(8e-6)}).values())  # a drop: refuted
+    assert not any(rf.overheads_claims({"device": "cpu", "modes": modes(100e-6)}).values())  # 3.3× apart
+    assert all(rf.overheads_claims({"device": "cpu", "modes": modes(45e-6)}).values())

@@ -27,6 +27,7 @@ resetting anything the other parts compiled.
 from __future__ import annotations
 
 import html
+import linecache
 import math
 import numbers
 import random
@@ -121,7 +122,13 @@ def _fresh(src: str, name: str, glb: dict) -> Callable:
     automatic-dynamic state (kept per file, line and name, so ``codegen.fresh_copy`` would
     share it between sessions) start empty for it."""
     ns = dict(glb)
-    exec(compile(src, f"<jitdeck-{name}-{uuid.uuid4().hex[:10]}>", "exec"), ns)
+    filename = f"<jitdeck-{name}-{uuid.uuid4().hex[:10]}>"
+    # its lines in linecache, so inspect.getsourcefile finds a source: torch 2.11 (still on GPU
+    # machines) wraps a function without one in external_utils.wrap_inline, whose one shared code
+    # object then carries every session's recompile budget; once dynamic=False's sweep used it up,
+    # every later mode ran eager with 0 compiles (pytorch#124269, fixed by 2.13)
+    linecache.cache[filename] = (len(src), None, src.splitlines(keepends=True), filename)
+    exec(compile(src, filename, "exec"), ns)
     return ns["step"]
 
 

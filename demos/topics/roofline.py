@@ -10,7 +10,8 @@ Four live demos, each declared once (:class:`demos.deck.demo.Demo`) from a ``mea
                  workload's eager and compiled points.
 ``predicted()``  each point's roofline prediction beside its measured time, the ratio and why.
 ``overheads()``  torch.compile ``mode="reduce-overhead"`` (CUDA graphs) vs the default mode at
-                 small sizes; on a CPU there are no launches to replay and the curves coincide.
+                 small sizes. The workload fuses into one kernel, so a CUDA graph has one launch
+                 to replace: no floor drops, on a GPU or (with no launches at all) on a CPU.
 
 The roofs, the spec sheets and the model (analytic FLOPs and bytes; max(FLOPs ÷ peak, bytes ÷
 bandwidth)) are the engine's (:mod:`demos.engine.peaks`): measured once per process and stored
@@ -268,7 +269,9 @@ def _compile(workloads, size_sets, backends=BACKENDS3, mode: str | None = None) 
 def payoff_defaults(kind: str | None = None) -> dict[str, int]:
     """Panel sizes: N (chain length), T (rows of X / tokens B·S), D (model dim), H (hidden)."""
     if (kind or device_kind()) == "gpu":
-        return {"N": 2**23, "T": 8192, "D": 1024, "H": 2048, "S": 1024}
+        # N: at 2^23 an H100's compiled chain (a ~12 µs kernel) read 96–152 µs of host time per
+        # call, so "compiling pays" hung on the host; at 2^25 the kernel's bytes dominate again
+        return {"N": 2**25, "T": 8192, "D": 1024, "H": 2048, "S": 1024}
     return {"N": 2**20, "T": 256, "D": 512, "H": 1024, "S": 128}
 
 
@@ -781,7 +784,8 @@ def figure_overheads(data: dict[str, Any], reference: dict[str, Any] | None = No
     ax.set_xlabel(f"N (elements of x and y), {data['workload']}")
     ax.set_ylabel("median per call (µs)")
     if data["device"] == "cuda":
-        note = "CUDA graphs replay the whole launch sequence in one call: the small-size floor drops"
+        note = ("GPU: fusion already left one launch per call, so a CUDA graph has nothing to batch; "
+                "its replay and checks cost about as much as the launch they replace, or more")
     else:
         note = ("CPU: no kernel launches to batch, so reduce-overhead has nothing to remove "
                 "(CUDA graphs need a GPU); both compiled modes run the same C++")
@@ -802,8 +806,10 @@ def _ro_ratios(d: dict[str, Any]) -> list[float]:
 
 
 overheads_claims = Claims(
-    Claim("CUDA graphs lower the small-size floor (reduce-overhead < {threshold:g}× default)",
-          lambda d: _ro_ratios(d)[0], "<", {"gpu": 0.9}, key="floor"),
+    # One fused kernel leaves one launch per call: a CUDA graph replaces it with one replay plus the
+    # graph tree's own checks. An H100 (assets/results) read 168 µs against the default's 75 µs.
+    Claim("one fused kernel, nothing to batch: reduce-overhead's floor is not below {threshold:g}× the default's",
+          lambda d: _ro_ratios(d)[0], ">=", {"gpu": 0.9}, key="floor"),
     Claim("no launches to replay: reduce-overhead within {lo:g}–{hi:g}× of the default mode (median over N)",
           lambda d: statistics.median(_ro_ratios(d)), "within", {"cpu": (0.5, 2.0)}, key="same"),
 )
