@@ -20,7 +20,7 @@ help:
 	@echo "make bench     python -m demos bench --quick"
 	@echo "make record    python -m demos record (on a GPU machine: the reference run)"
 	@echo "make info      what this machine has and which backends work"
-	@echo "make clean-slides  store every slide notebook clean (no outputs); lint-slides: check DECK.md rules"
+	@echo "make clean-slides  store every slide notebook clean (no outputs); lint-slides: check docs/authoring.md rules"
 
 setup: $(STAMP)
 

@@ -1,4 +1,4 @@
-"""What every part of the deck must be (shared/DECK.md), checked on the stored notebooks."""
+"""What every part of the deck must be (docs/authoring.md), checked on the stored notebooks."""
 from __future__ import annotations
 
 import json
@@ -98,3 +98,28 @@ def test_ui_bench_report_names_slow_controls_and_exempts_cold_compiles():
     assert "over target (0.5 s a move, 5 s a Run): a.slow:N" in text
     assert "a.sweep" not in text.split("over target")[1].split("\n")[0] and "exempt" in text and "a.cold" in text
     assert "4 controls over 4 demos" in text
+
+
+def test_the_authoring_rules_name_only_checks_and_code_that_exist():
+    """docs/authoring.md explains each rule by the check that enforces it: every test, module,
+    setting and make target it names exists, so the page cannot drift from what is enforced."""
+    from pathlib import Path
+
+    from demos.deck import nbtools as nt
+
+    root = Path(nt.PROJECT_ROOT)
+    text = (root / "docs" / "authoring.md").read_text()
+    tests_src = "\n".join(p.read_text() for p in (root / "tests").glob("test_*.py"))
+    named_tests = set(re.findall(r"`(test_\w+)`", text))
+    assert named_tests, "the page names the tests that enforce its rules"
+    for t in named_tests:
+        assert f"def {t}(" in tests_src, f"docs/authoring.md names {t}, which no test defines"
+    for path in re.findall(r"`((?:tests|demos|slides|assets)/[\w/.]+\.(?:py|css))`", text):
+        if "NN_" not in path and "<" not in path:  # a pattern, not a file
+            assert (root / path).exists(), f"docs/authoring.md names {path}, which does not exist"
+    makefile = (root / "Makefile").read_text()
+    for target in set(re.findall(r"`make ([\w-]+)", text)):
+        assert re.search(rf"^{target}:", makefile, re.M), f"docs/authoring.md names make {target}"
+    for key in ("width", "height", "theme", "autolaunch"):
+        assert key in nt.RISE_SETTINGS
+    assert "1280×720" in text and (nt.RISE_SETTINGS["width"], nt.RISE_SETTINGS["height"]) == (1280, 720)

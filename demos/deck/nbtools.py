@@ -3,7 +3,7 @@
 The notebooks in slides/ are the one source of the slides: lecturers edit them in JupyterLab.
 :func:`clean` is their stored form (no outputs, no session metadata, the deck's RISE
 settings), applied on every save by :func:`pre_save_hook` while presenting and by
-`make clean-slides`; :func:`problems` checks a part against shared/DECK.md. Executing: :func:`execute` runs a notebook headless the way
+`make clean-slides`; :func:`problems` checks a part against docs/authoring.md. Executing: :func:`execute` runs a notebook headless the way
 exports and tests do (DEMOS_STATIC=1: live cells render their default figure as PNG).
 """
 from __future__ import annotations
@@ -114,7 +114,7 @@ def live_calls(nb) -> list[str]:
 
 
 def problems(nb, name: str = "") -> list[str]:
-    """What a part breaks of shared/DECK.md, as readable lines (empty: fine). The lint that lets
+    """What a part breaks of docs/authoring.md, as readable lines (empty: fine). The lint that lets
     the notebook itself be the one source of its slides."""
     out = []
     where = f"{name}: " if name else ""
@@ -222,7 +222,7 @@ def slide_count(nb) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m demos.deck.nbtools clean|lint``: store every part clean, or list what breaks DECK.md."""
+    """``python -m demos.deck.nbtools clean|lint``: store every part clean, or list what breaks docs/authoring.md."""
     from demos.engine.entry import Parser, guarded
 
     ap = Parser(prog="python -m demos.deck.nbtools")
