@@ -123,3 +123,21 @@ def test_the_authoring_rules_name_only_checks_and_code_that_exist():
     for key in ("width", "height", "theme", "autolaunch"):
         assert key in nt.RISE_SETTINGS
     assert "1280×720" in text and (nt.RISE_SETTINGS["width"], nt.RISE_SETTINGS["height"]) == (1280, 720)
+
+
+def test_ui_bench_times_measuring_and_drawing_apart():
+    """A move's seconds split into measuring and drawing + encoding (the targets differ)."""
+    from demos.deck.uibench import bench_panel, report
+    from demos.topics import fusion
+
+    panel = fusion.memory.panel()
+    rows = bench_panel(panel, repeats=2)
+    assert rows and all(r["measure_s"] is not None and r["draw_s"] is not None for r in rows), rows
+    for r in rows:
+        assert 0 < r["draw_s"] and 0 <= r["measure_s"]
+        assert r["measure_s"] <= r["max_s"] and r["draw_s"] <= r["max_s"], r  # each a part of a redraw
+    rows = [{**r, "demo": "fusion.memory", "first_s": 0.1, "run_button": False, "cold": False} for r in rows]
+    assert "drawing + encoding: median" in report(rows)
+    slow = [{**rows[0], "draw_s": 0.2, "draw_max_s": 0.2, "view": True, "median_s": 0.3}]
+    text = report(slow)
+    assert "drawing over 0.1 s: fusion.memory" in text and "view-only controls over 0.15 s: fusion.memory" in text

@@ -372,6 +372,7 @@ class Demo:
             self.topic = self.module.rsplit(".", 1)[-1]
         self._memo: tuple[tuple, dict] | None = None
         self.last_conditions = None   # how the latest measurement ran (threads, others' load)
+        self.last_split: dict | None = None  # the latest redraw's seconds measuring and building its figure
         _REGISTRY[self.key] = self
 
     # -- identity ----------------------------------------------------------------------
@@ -564,8 +565,14 @@ class Demo:
                                 + (f" for {', '.join(f'{k}={values.get(k)}' for k in self.match)}"
                                    if self.match else ""))
             return self.figure(ref, None)
+        t0 = time.perf_counter()
         data = self.run(values, progress)
-        return self.figure(data, self.reference(values))
+        reference = self.reference(values)
+        t1 = time.perf_counter()
+        fig = self.figure(data, reference)
+        # what a redraw spent measuring and building the figure (`ui-bench` reports them apart)
+        self.last_split = {"measure_s": t1 - t0, "figure_s": time.perf_counter() - t1}
+        return fig
 
     def panel(self, **overrides: Any):
         """The live panel (a ``ui.Panel``); ``overrides`` set controls' starting values."""

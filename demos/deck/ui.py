@@ -69,6 +69,7 @@ class Panel:
         self.last_error: str | None = None
         self.last_values: dict[str, Any] = {}
         self.last_seconds: float | None = None
+        self.last_encode_s: float | None = None  # PNG encoding of the last redraw
         self._built = False
         self._controls: dict[str, Any] = {}
 
@@ -136,6 +137,7 @@ class Panel:
         values = self.values()
         self.last_values = values
         self.demo.last_conditions = None
+        self.demo.last_split = None
         t0 = time.perf_counter()
         try:
             result = None
@@ -191,7 +193,9 @@ class Panel:
         self.progress_bar.layout.visibility = "hidden"
         fig, table = self.compute()
         if fig is not None:
+            t0 = time.perf_counter()
             png = to_png(fig)
+            self.last_encode_s = time.perf_counter() - t0
             self.last_png = png
             self.last_html = table
             self.renders += 1

@@ -24,16 +24,24 @@ def bench_panel(panel, repeats: int = 6) -> list[dict[str, Any]]:
         b = spec.neighbour(a)
         if b == a:
             continue
-        times = []
+        times, measures, draws = [], [], []
         for i in range(repeats + 2):
+            panel.last_encode_s = None
             t0 = time.perf_counter()
             ctl.value = b if i % 2 == 0 else a  # an observed panel redraws inside this assignment
             if panel.run_button:
                 panel.update()
             if i >= 2:  # the first move of each value may still compile: a warm-up
                 times.append(time.perf_counter() - t0)
+                split = getattr(panel.demo, "last_split", None)
+                if split is not None and panel.last_encode_s is not None:  # a panel of its own draws unsplit
+                    measures.append(split["measure_s"])
+                    draws.append(split["figure_s"] + panel.last_encode_s)
         rows.append({"control": spec.name, "values": [a, b], "median_s": statistics.median(times),
-                     "max_s": max(times), "n": len(times), "error": panel.last_error})
+                     "max_s": max(times), "n": len(times), "error": panel.last_error, "view": spec.view,
+                     "measure_s": statistics.median(measures) if measures else None,
+                     "draw_s": statistics.median(draws) if draws else None,
+                     "draw_max_s": max(draws) if draws else None})
     return rows
 
 
@@ -59,8 +67,10 @@ def run(demos: Sequence, repeats: int = 6, verbose: bool = True) -> list[dict[st
 def _line(r: dict[str, Any]) -> str:
     kind = "Run" if r["run_button"] else "move"
     err = f"  ERROR {r['error']}" if r["error"] else ""
+    split = ("   measure    –    draw    –" if r.get("draw_s") is None else
+             f"   measure {r['measure_s']:.3f} draw {r['draw_s']:.3f}")
     return (f"{r['demo']:<30} {r['control']:<12} {kind:<4} first {r['first_s']:6.2f} s   "
-            f"median {r['median_s']:.3f} s (max {r['max_s']:.3f} s, n={r['n']}){err}")
+            f"median {r['median_s']:.3f} s (max {r['max_s']:.3f} s, n={r['n']}){split}{err}")
 
 
 def report(rows: list[dict[str, Any]]) -> str:
@@ -73,6 +83,16 @@ def report(rows: list[dict[str, Any]]) -> str:
             f"{statistics.median(meds):.3f} s · worst {max(meds):.3f} s")
     if slow:
         text += "\nover target (0.5 s a move, 5 s a Run): " + ", ".join(f"{r['demo']}:{r['control']}" for r in slow)
+    draws = [r["draw_s"] for r in rows if r.get("draw_s") is not None]
+    if draws:
+        text += (f"\ndrawing + encoding: median {statistics.median(draws):.3f} s over {len(draws)} controls, "
+                 f"worst {max(draws):.3f} s (target 0.06 s median, never over 0.1 s)")
+        slow_draw = [r for r in rows if r.get("draw_max_s") is not None and r["draw_max_s"] > 0.1]
+        if slow_draw:
+            text += "\ndrawing over 0.1 s: " + ", ".join(f"{r['demo']}:{r['control']}" for r in slow_draw)
+    slow_view = [r for r in rows if r.get("view") and r["median_s"] > 0.15]
+    if slow_view:
+        text += "\nview-only controls over 0.15 s: " + ", ".join(f"{r['demo']}:{r['control']}" for r in slow_view)
     if cold:
         text += "\nexempt (the lesson is a cold compile; the slide opens on `make warm`'s result): " + ", ".join(cold)
     return text
