@@ -423,12 +423,18 @@ def figure_payoff(data: dict[str, Any], reference: dict[str, Any] | None = None)
         lines = []
         seed = SEED.get(w)
         if seed:
-            vals = " / ".join(fmt_seconds(seed[b]).replace(".0 ", " ") for b in backends if b in seed)
+            parts = [fmt_seconds(seed[b]).split(" ") for b in backends if b in seed]
+            if len({u for _, u in parts}) == 1:  # one unit: "22.5 / 14.4 / 14.8 ms" fits the panel
+                nums = [v.rstrip("0").rstrip(".") if "." in v else v for v, _ in parts]
+                vals = " / ".join(nums) + f" {parts[0][1]}"
+            else:
+                vals = " / ".join(f"{v} {u}" for v, u in parts)
             lines.append(f"A100 (seed): {vals}")
         if reference is not None and w in reference.get("workloads", {}):
             rr = reference["workloads"][w]["rows"]
             sp = [speedup(rr, b) for b in backends if b != "torch_eager"]
-            lines.append(f"recorded: {' / '.join(f'{s:.2f}×' if s else '—' for s in sp)} ({_ref_name(reference)})")
+            who = _ref_name(reference).split(" ")[0]  # "H100"; the stamp below names it in full
+            lines.append(f"{who} (recorded): {' / '.join(f'{s:.2f}×' if s else '—' for s in sp)}")
         if lines:
             ax.text(0.02, 0.98, "\n".join(lines), transform=ax.transAxes, ha="left", va="top", fontsize=11.5,
                     color=plots.PALETTE["reference"])
