@@ -17,15 +17,19 @@ ROOT = Path(__file__).resolve().parent.parent
 def test_widget_versions_that_render_in_rise(monkeypatch):
     from demos.deck import present
 
-    versions = {"ipywidgets": "7.8.5", "jupyterlab_widgets": "1.1.11"}
+    versions = {"jupyterlab_rise": "0.42.0", "ipywidgets": "8.1.2", "jupyterlab_widgets": "3.0.10"}
     monkeypatch.setattr(present, "package_version", lambda pkg: versions.get(pkg))
-    assert present.widgets_problem() is None
+    assert present.widgets_problem() is None  # the deck's pins
+    versions.update(jupyterlab_rise="0.43.1", ipywidgets="7.8.5", jupyterlab_widgets="1.1.11")
+    assert present.widgets_problem() is None  # the older stack renders too
     versions.update(ipywidgets="8.1.2", jupyterlab_widgets="3.0.10")
-    assert present.widgets_problem() is None
-    versions.update(ipywidgets="8.1.9", jupyterlab_widgets="3.0.16")
-    assert "does not render inside the RISE slideshow" in present.widgets_problem()
+    assert "not a combination known to render" in present.widgets_problem()  # widgets 8 in RISE 0.43: text
+    versions.update(jupyterlab_rise="0.42.0", ipywidgets="8.1.9", jupyterlab_widgets="3.0.16")
+    assert present.PINNED_WIDGETS in present.widgets_problem()
     rows = {r.what: r for r in check.check_environment()}  # make check reports it with the fix
     assert not rows["widgets render in RISE"].ok and "8.1.9" in rows["widgets render in RISE"].detail
+    versions.update(ipywidgets=None)
+    assert "not installed" in present.widgets_problem()
 
 
 def _demo(claim_holds: bool, fails: bool = False) -> Demo:

@@ -84,7 +84,7 @@ def check_environment() -> list[Row]:
     rows = []
     problem = widgets_problem()
     rows.append(Row("widgets render in RISE", "-", problem is None,
-                    detail=f"ipywidgets {_version('ipywidgets')}, jupyterlab_widgets {_version('jupyterlab_widgets')}",
+                    detail=f"ipywidgets {_version('ipywidgets')}, jupyterlab_widgets {_version('jupyterlab_widgets')}, jupyterlab_rise {_version('jupyterlab_rise')}",
                     fix=problem or ""))
     warm, line = cache_status()
     rows.append(Row("compile caches warm", "-", warm, detail=line, fix="" if warm else "run `make warm`"))

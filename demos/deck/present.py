@@ -165,24 +165,28 @@ def plan(part: str | int | None = None, port: int | None = None, ip: str = "127.
     return ServerPlan(argv=argv, env=env, ip=ip, port=port, token=token, root=Path(root), notebook=notebook)
 
 
-# ipywidgets ↔ jupyterlab_widgets pairs that render inside jupyterlab_rise 0.43: 7.8.x with
-# jupyterlab_widgets 1.1.x, or 8.1.2 with 3.0.10. jupyterlab_widgets ≥ 3.0.11 imports
-# @jupyterlab/console, which RISE's page does not share: widgets then show as plain text.
-RENDERING_WIDGETS = (("7.8.", "1.1."), ("8.1.2", "3.0.10"))
+# (jupyterlab_rise, ipywidgets, jupyterlab_widgets) version prefixes proven, in headless chromium
+# on the whole deck, to render and answer inside the slideshow. The deck's pins: RISE 0.42.0 (its
+# page built on JupyterLab 4.0) with ipywidgets 8.1.2 and jupyterlab_widgets 3.0.10 (3.0.11 and
+# later import @jupyterlab/console, which RISE's page does not share: widgets show as text). The
+# older pair, RISE 0.43.1 with ipywidgets 7.8, renders too, with ~40 console errors per part from
+# RISE's own bundle; ipywidgets 8 in RISE 0.43 shows plain text (jupyterlab-contrib/rise #119).
+RENDERING_WIDGETS = (("0.42.", "8.1.2", "3.0.10"), ("0.43.", "7.8.", "1.1."))
+PINNED_WIDGETS = "jupyterlab_rise==0.42.0 ipywidgets==8.1.2 jupyterlab_widgets==3.0.10"
 
 
 def widgets_problem() -> str | None:
     """One line when the installed widget packages will not render in RISE (None: fine)."""
+    rise = package_version("jupyterlab_rise")
     ipw, jlw = package_version("ipywidgets"), package_version("jupyterlab_widgets")
     if ipw is None:
         return "ipywidgets is not installed: live cells show no controls"
-    for want_ipw, want_jlw in RENDERING_WIDGETS:
-        if ipw.startswith(want_ipw) and (jlw or "").startswith(want_jlw):
+    for want_rise, want_ipw, want_jlw in RENDERING_WIDGETS:
+        if (rise or "").startswith(want_rise) and ipw.startswith(want_ipw) and (jlw or "").startswith(want_jlw):
             return None
-    return (f"ipywidgets {ipw} with jupyterlab_widgets {jlw} does not render inside the RISE slideshow "
-            "(widgets appear as text); install ipywidgets==7.8.5 (the deck's pin) or "
-            "ipywidgets==8.1.2 jupyterlab_widgets==3.0.10")
-
+    return (f"ipywidgets {ipw} with jupyterlab_widgets {jlw} in jupyterlab_rise {rise} is not a combination "
+            f"known to render inside the RISE slideshow (widgets may appear as text); install the deck's pins: "
+            f"{PINNED_WIDGETS}")
 
 
 # -- caches -----------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""The live-cell panel every demo gets (ipywidgets 7.8 API; RISE renders 7.x widgets).
+"""The live-cell panel every demo gets (ipywidgets 8.1; jupyterlab_rise 0.42 renders it in the slideshow).
 
 A live cell is one call, e.g. ``eager.timeline()``: the demo's declaration
 (:class:`demos.deck.demo.Demo`) builds a :class:`Panel` from its controls and its

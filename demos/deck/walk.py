@@ -253,6 +253,10 @@ def console_report(console: list[dict]) -> str:
         lines.append(f"- **{who}** · {kind} × {n}: `{text}`")
     per_part = Counter(c["part"] for c in console if c["kind"] != "console.warning")
     lines += ["", "per part: " + (", ".join(f"{p} {n}" for p, n in sorted(per_part.items())) or "0")]
+    warnings = Counter((c["origin"], re.sub(r"\d+", "N", c["text"])[:160]) for c in console
+                       if c["kind"] == "console.warning")
+    lines += ["", "## Warnings (not errors)", ""] + ([f"- **{who}** × {n}: `{text}`" for (who, text), n in
+                                                    sorted(warnings.items(), key=lambda kv: -kv[1])] or ["none"])
     return "\n".join(lines) + "\n"
 
 
