@@ -28,7 +28,7 @@ INTERRUPTED = "interrupted; ready for the next move (press Run or move a control
 
 # In the slideshow an arrow key changes slides even while a slider or dropdown has focus: the
 # page's JupyterLab shortcut handler (capture phase, on document) and reveal.js (bubble phase)
-# both take it. ipywidgets 7 has no hook for that, so the panel carries this one-line guard: an
+# both take it. ipywidgets has no hook for that, so the panel carries this one-line guard: an
 # image that fails to load runs its handler once, which (1) on window, in the capture phase,
 # marks the focused control of a panel as one JupyterLab's shortcuts leave alone
 # (data-lm-suppress-shortcuts) before that handler runs, and (2) stops the key at the panel so

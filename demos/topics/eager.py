@@ -473,11 +473,15 @@ def figure_regimes(data: dict, reference: dict | None = None):
                    label=f"model crossover N ≈ 2^{math.log2(n_star):.1f}")
     if reference is not None and reference.get("series"):
         rop = reference["op"]
+        drawn = []
         for name, ls in ((rop, ":"), ("complex_activation", "-.")):
             pts = reference["series"].get(name)
             if pts:
-                ax.plot(reference["Ns"], [p["median"] * 1e6 for p in pts], ls, color=plots.PALETTE["reference"],
-                        lw=1.6, label=f"recorded {reference.get('machine_short', '')}: {name}")
+                drawn.append(ax.plot(reference["Ns"], [p["median"] * 1e6 for p in pts], ls, lw=1.6,
+                                     color=plots.PALETTE["reference"])[0])
+        if drawn:  # one legend row for both recorded lines: the legend must not grow over the data
+            drawn[0].set_label(f"recorded {reference.get('machine_short', '')}: {rop} (dotted)"
+                               + (", complex_activation (dash-dot)" if len(drawn) > 1 else ""))
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     _no_minor_ticks(ax)
@@ -498,7 +502,7 @@ def figure_regimes(data: dict, reference: dict | None = None):
     ax.text(0.01, 0.98, "\n".join(lines), transform=ax.transAxes, ha="left", va="top", fontsize=12,
             bbox=dict(facecolor="white", alpha=0.85, edgecolor="none"), color="#333333")
     # under the text box, left of the data (which climbs to the upper right)
-    ax.legend(loc="upper left", bbox_to_anchor=(0.0, 0.76), fontsize=12, framealpha=0.9)
+    ax.legend(loc="upper left", bbox_to_anchor=(0.0, 0.76), fontsize=11, framealpha=0.9, ncols=2, columnspacing=1.0)
     plots.stamp_figure(fig, data, reference)
     return fig
 

@@ -429,7 +429,7 @@ def figure_modes(data: dict[str, Any], reference: dict[str, Any] | None = None):
         rc = [ref_modes.get(m, {}).get("summary", {}).get("compiles", 0) for m in modes]
         a1.barh([v - h / 2 for v in y], rc, height=h, color="none", edgecolor=plots.PALETTE["reference"],
                 hatch="//", label=f"recorded: {reference.get('machine_short', '')}")
-        a1.legend(loc="lower right", fontsize=11.5)
+        a1.legend(loc="center right", fontsize=11.5)  # beside the short rows (auto … eager), clear of jax.jit's
     lim = data.get("limit")
     if lim:
         a1.axvline(lim, color=FALLBACK_COLOR, ls="--", lw=1)
