@@ -415,9 +415,11 @@ def figure_speed(data: dict, reference: dict | None = None):
         sx.plot(x, y, "o", color=plots.color("torch_compile"), alpha=1.0 if cur else 0.45, ms=11 if cur else 7)
         sx.annotate(lbl, (x, y), textcoords="offset points", xytext=(6, -12 if cur else 4), fontsize=11)
     if reference is not None and reference.get("speedup"):
-        sx.plot(reference["flops"], reference["speedup"]["torch_compile"], "s", color=plots.PALETTE["reference"],
-                ms=9, label=f"recorded: {reference.get('machine_short', '')}")
-        sx.legend(loc="lower right", fontsize=11)
+        rx, ry = reference["flops"], reference["speedup"]["torch_compile"]
+        sx.plot(rx, ry, "s", color=plots.PALETTE["reference"], ms=9)
+        # labelled where it sits, as this session's points are (a legend box covered one or the other)
+        sx.annotate(f"recorded: {reference.get('machine_short', '')}", (rx, ry), textcoords="offset points",
+                    xytext=(-8, 8), ha="right", fontsize=11, color=plots.PALETTE["reference"])
     sx.set_xscale("log")
     sx.xaxis.set_minor_locator(NullLocator())  # dozens of minor log ticks cost ~0.1 s a redraw
     ys = [y for _, (_, y) in pts]
