@@ -1,6 +1,7 @@
 """One look for every figure: palette, slide-sized figures, and the 'where measured' stamp."""
 from __future__ import annotations
 
+import contextlib
 import io
 from typing import Any
 
@@ -55,11 +56,171 @@ STYLE = {
 
 
 def figure(nrows: int = 1, ncols: int = 1, size: tuple[float, float] = SLIDE_SIZE, **kw: Any):
-    """A slide-sized figure in the deck's style. Returns (fig, axes)."""
+    """A slide-sized figure in the deck's style. Returns (fig, axes).
+
+    Inside :func:`keeping` (a live panel's redraw) the same call returns the figure the panel's
+    previous redraw drew, emptied of what was drawn (:func:`_empty`) but keeping its axes, their
+    ticks and its layout, which :class:`KeptLayout` recomputes only when something that places
+    the axes changed. Elsewhere (exports, tests) every call builds a new figure."""
+    slot = _KEEPING[-1] if _KEEPING else None
+    key = (nrows, ncols, tuple(size), repr(sorted(kw.items())))
+    if slot is not None and key in slot.figures and key not in slot.used:
+        slot.used.add(key)
+        fig, axes = slot.figures[key]
+        _empty(fig)
+        slot.reused += 1
+        return fig, axes
     with plt.rc_context(STYLE):
-        fig = Figure(figsize=size, dpi=DPI, layout="constrained")
+        fig = Figure(figsize=size, dpi=DPI, layout=KeptLayout())
         axes = fig.subplots(nrows, ncols, **kw)
+    if slot is not None and key not in slot.used:
+        slot.used.add(key)
+        fig._jitdeck_base = list(fig.axes)  # what `_empty` keeps
+        fig._jitdeck_layout = fig.get_layout_engine().get()
+        fig.get_layout_engine().skip_unchanged = True
+        slot.figures[key] = (fig, axes)
     return fig, axes
+
+
+# ---------------------------------------------------------------------------------------
+# Kept figures: a live panel redraws into the figure it drew last
+# ---------------------------------------------------------------------------------------
+class Kept:
+    """The figures one live panel keeps between redraws, by the :func:`figure` call that made them."""
+
+    def __init__(self) -> None:
+        self.figures: dict[tuple, tuple[Figure, Any]] = {}
+        self.used: set[tuple] = set()  # keys handed out in the current redraw (a second call gets a new figure)
+        self.reused = 0                # how many redraws drew into a kept figure
+
+
+_KEEPING: list[Kept] = []
+
+
+@contextlib.contextmanager
+def keeping(slot: Kept):
+    """Within this block, :func:`figure` draws into ``slot``'s kept figure (one redraw)."""
+    slot.used = set()
+    _KEEPING.append(slot)
+    try:
+        yield slot
+    finally:
+        _KEEPING.pop()
+
+
+def _empty(fig: Figure) -> None:
+    """Remove everything a figure function drew, as ``Figure.clear`` would, but keep the axes made
+    by :func:`figure`, their tick objects (building ticks is most of a new figure's cost) and the
+    layout. Each kept axes is reset by ``Axes.clear`` (scales, locators, limits, labels, titles)
+    under the deck's style, as a new one would be; axes added later (``add_axes``, ``twinx``) go."""
+    from matplotlib.transforms import Bbox
+
+    base = fig._jitdeck_base
+    for ax in list(fig.axes):
+        if ax not in base:
+            fig.delaxes(ax)
+    with plt.rc_context(STYLE):
+        for ax in base:
+            ticks = {name: (axis.__dict__.get("majorTicks"), axis.__dict__.get("minorTicks"))
+                     for name, axis in ax._axis_map.items()}
+            ax.dataLim.set_points(Bbox.null().get_points())  # as a new axes starts (`clear` keeps them)
+            ax._viewLim.set_points(Bbox.unit().get_points())
+            ax.clear()
+            for spine in ax.spines.values():  # a spine placed later would throw the ticks away again
+                spine._ensure_position_is_set()
+            ax.set_visible(True)
+            ax.set_in_layout(True)
+            for name, axis in ax._axis_map.items():
+                major, minor = ticks[name]
+                for which, kept, kw in (("majorTicks", major, axis._major_tick_kw),
+                                        ("minorTicks", minor, axis._minor_tick_kw)):
+                    if isinstance(kept, list) and kept:
+                        for tick in kept:  # the grid as `clear` reset it
+                            tick._apply_params(gridOn=kw.get("gridOn", False))
+                        setattr(axis, which, kept)
+    fig.artists, fig.lines, fig.patches, fig.texts, fig.images, fig.legends = [], [], [], [], [], []
+    fig._suptitle = fig._supxlabel = fig._supylabel = None
+    engine = fig.get_layout_engine()
+    if isinstance(engine, KeptLayout):
+        engine.set(**fig._jitdeck_layout)
+    fig.stale = True
+
+
+from matplotlib.layout_engine import ConstrainedLayoutEngine  # noqa: E402
+
+
+class KeptLayout(ConstrainedLayoutEngine):
+    """Matplotlib's constrained layout, run again on a kept figure only when what places its axes
+    changed (:func:`layout_signature`): a redraw that moves data but no label, tick label, title,
+    legend or text sticking out of an axes keeps the positions the last layout computed."""
+
+    skip_unchanged = False
+    _signature: tuple | None = None
+    _placed: dict = {}
+    runs = 0
+
+    def execute(self, fig):
+        renderer = fig._get_renderer()
+        if self.skip_unchanged and self._signature is not None and layout_signature(fig, renderer) == self._signature:
+            for name, (pos, va) in self._placed.items():  # a suptitle drawn anew goes where the layout put it
+                text = getattr(fig, name)
+                if text is not None and text._autopos:
+                    text.set_position(pos)
+                    text.set_verticalalignment(va)
+            return None
+        if self.skip_unchanged and self._signature is not None:
+            # lay out from where a new figure starts (each axes at its grid cell), so a kept figure
+            # is placed exactly as a new one would be: constrained layout depends on where it starts
+            for ax in fig.axes:
+                spec = ax.get_subplotspec()
+                if spec is not None:
+                    ax._set_position(spec.get_position(fig))
+        out = super().execute(fig)
+        self.runs += 1
+        if self.skip_unchanged:
+            self._signature = layout_signature(fig, renderer)
+            self._placed = {name: (text.get_position(), text.get_verticalalignment())
+                            for name in ("_suptitle", "_supxlabel", "_supylabel")
+                            if (text := getattr(fig, name)) is not None}
+        return out
+
+
+def layout_signature(fig: Figure, renderer) -> tuple:
+    """Everything constrained layout reads to place the axes of ``fig``, at the axes' current
+    positions: the size and the layout's parameters; per axes its visibility, titles, axis labels,
+    tick labels and offset texts, and where any artist not clipped to it sticks out of it (in
+    whole pixels); the figure's suptitles and legends."""
+    sig: list = [tuple(fig.get_size_inches()), tuple(sorted((k, repr(v)) for k, v in fig.get_layout_engine().get().items()))]
+    for ax in fig.axes:
+        if not ax.get_visible() or not ax.get_in_layout():
+            sig.append(None)
+            continue
+        row: list = [ax.axison, ax.get_title("left"), ax.get_title(), ax.get_title("right")]
+        for axis in ax._axis_map.values():
+            row.append((axis.get_visible(), axis.label.get_text(), axis.get_label_position(),
+                        tuple(t.get_text() for t in axis.get_majorticklabels()),
+                        tuple(t.get_text() for t in axis.get_minorticklabels()), axis.offsetText.get_text(),
+                        tuple(sorted((k, repr(v)) for k, v in axis._major_tick_kw.items()))))
+        box = ax.bbox
+        for a in ax.get_default_bbox_extra_artists():
+            if a in ax.spines.values() or a is ax.patch:
+                continue
+            try:
+                bb = a.get_tightbbox(renderer)
+            except Exception:
+                bb = None
+            if bb is None or not (0 < bb.width < float("inf") and 0 < bb.height < float("inf")):
+                continue
+            out = (round(max(0.0, box.x0 - bb.x0)), round(max(0.0, bb.x1 - box.x1)),
+                   round(max(0.0, box.y0 - bb.y0)), round(max(0.0, bb.y1 - box.y1)))
+            if any(out):
+                row.append((type(a).__name__, out))
+        sig.append(tuple(row))
+    for t in (fig._suptitle, fig._supxlabel, fig._supylabel):
+        sig.append(None if t is None else (t.get_text(), t.get_fontsize()))
+    for leg in fig.legends:
+        sig.append((leg._loc, repr(leg._outside_loc), tuple(t.get_text() for t in leg.get_texts())))
+    return tuple(sig)
 
 
 def color(backend: str) -> str:
@@ -155,9 +316,20 @@ def _cached_machine(fn) -> dict[str, Any]:
 
 
 def to_png(fig: Figure) -> bytes:
+    """The figure as PNG bytes, drawn once by Agg at its own size and DPI.
+
+    Not ``savefig``: with a layout engine, ``savefig`` first draws the whole figure with
+    rendering disabled to lay it out, then lays it out again and draws it: every artist twice.
+    Here the one draw lays out (when :class:`KeptLayout` says it must) and renders; zlib level 1
+    takes about 15% less time than the default 6 for files ~2% larger, and RGB 15% less than RGBA."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from PIL import Image
+
+    canvas = fig.canvas if isinstance(fig.canvas, FigureCanvasAgg) else FigureCanvasAgg(fig)
+    canvas.draw()
     buf = io.BytesIO()
-    # zlib level 1: about 15% less time per redraw than the default 6, files ~2% larger
-    fig.savefig(buf, format="png", dpi=DPI, pil_kwargs={"compress_level": 1})
+    rgba = Image.frombuffer("RGBA", canvas.get_width_height(), canvas.buffer_rgba(), "raw", "RGBA", 0, 1)
+    rgba.convert("RGB").save(buf, format="png", compress_level=1)  # every figure is opaque
     return buf.getvalue()
 
 

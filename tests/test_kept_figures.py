@@ -1,0 +1,112 @@
+"""A live panel redraws into the figure it drew last (``plots.keeping``): its axes, their ticks
+and its layout stay, and only what the data changes is drawn anew. The promise is that this is
+invisible: a kept figure redrawn with any data gives the same pixels as a new figure drawn with
+that data, whatever it drew before. Every demo is checked with data the repository holds (the
+committed GPU record), so nothing is measured here; the variants change tick labels, legends,
+texts and axis ranges (a reference drawn beside, every number scaled), which is what moves a
+layout."""
+from __future__ import annotations
+
+import copy
+import io
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PIL import Image
+
+import demos  # noqa: F401  (environment before torch/JAX)
+from demos import topics
+from demos.engine import plots
+from demos.engine.results import Record
+
+DEMOS = [d for d in topics.load() if d.measured_in != "worker"]
+RECORDS = sorted(Path(__file__).resolve().parent.parent.glob("assets/results/*.json"))
+
+
+def _pixels(png: bytes) -> np.ndarray:
+    return np.asarray(Image.open(io.BytesIO(png)).convert("RGB"))
+
+
+def _scaled(data, k: float = 3.7):
+    """Every float ×k (sizes and counts, which are ints, stay): new tick labels and ranges."""
+    if isinstance(data, dict):
+        return {key: _scaled(v, k) for key, v in data.items()}
+    if isinstance(data, list):
+        return [_scaled(v, k) for v in data]
+    return data * k if isinstance(data, float) else data
+
+
+def _fig(result):
+    return result[0] if isinstance(result, tuple) else result
+
+
+@pytest.fixture(scope="module")
+def record():
+    if not RECORDS:
+        pytest.skip("no committed record in assets/results")
+    return Record.load(RECORDS[-1])
+
+
+@pytest.mark.parametrize("demo", DEMOS, ids=[d.key for d in DEMOS])
+def test_a_kept_figure_draws_what_a_new_one_draws(demo, record):
+    recorded = demo.reference(None, record=record, seed=False)
+    if recorded is None:
+        pytest.skip(f"the record has no {demo.key}")
+    variants = [(recorded, None), (recorded, copy.deepcopy(recorded))]
+    try:
+        scaled = _scaled(copy.deepcopy(recorded))
+        plots.to_png(_fig(demo.figure(scaled, None)))
+        variants.append((scaled, None))
+    except Exception:  # data no real run could give (a fraction over 1): the other variants stay
+        pass
+    fresh = [_pixels(plots.to_png(_fig(demo.figure(*copy.deepcopy(v))))) for v in variants]
+
+    slot = plots.Kept()
+    order = list(range(len(variants))) + [0, 0] + list(range(len(variants)))[::-1]
+    figures = set()
+    for step, i in enumerate(order):
+        with plots.keeping(slot):
+            fig = _fig(demo.figure(*copy.deepcopy(variants[i])))
+        figures.add(id(fig))
+        layouts = fig.get_layout_engine().runs
+        got = _pixels(plots.to_png(fig))
+        assert got.shape == fresh[i].shape, (demo.key, step)
+        differ = int((got != fresh[i]).any(axis=-1).sum())
+        assert differ == 0, f"{demo.key}: after {order[:step]}, variant {i} differs from a new figure in {differ} pixels"
+        if step > 0 and i == order[step - 1]:  # the same drawing again: the layout is not run again
+            assert fig.get_layout_engine().runs == layouts, demo.key
+        elif step == 0:
+            assert fig.get_layout_engine().runs == layouts + 1, demo.key
+    # one figure per shape the demo draws (a reference beside may add a panel), each kept
+    assert len(figures) <= len(variants) and slot.reused == len(order) - len(figures), demo.key
+
+
+def test_a_second_figure_in_one_redraw_is_a_new_one():
+    slot = plots.Kept()
+    with plots.keeping(slot):
+        a, _ = plots.figure()
+        b, _ = plots.figure()
+    assert a is not b
+    with plots.keeping(slot):
+        c, _ = plots.figure()
+    assert c is a and slot.reused == 1
+    d, _ = plots.figure()  # outside a panel's redraw: always new
+    assert d is not a
+
+
+def test_what_a_figure_function_adds_goes_before_the_next_redraw():
+    slot = plots.Kept()
+    for n in (1, 2, 3):
+        with plots.keeping(slot):
+            fig, ax = plots.figure()
+            ax.plot([1, 2, 3], [n, n, n], label=f"n={n}")
+            ax.legend()
+            twin = ax.twinx()
+            twin.plot([1, 2], [0, 1])
+            fig.suptitle(f"redraw {n}")
+            fig.text(0.5, 0.5, "x")
+        plots.to_png(fig)
+        assert len(ax.lines) == 1 and [t.get_text() for t in ax.get_legend().get_texts()] == [f"n={n}"]
+        assert len(fig.axes) == 2 and len(fig.texts) == 2 and fig._suptitle.get_text() == f"redraw {n}"  # the suptitle is a figure text
+        assert ax.get_ylim()[0] < n < ax.get_ylim()[1]
