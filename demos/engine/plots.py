@@ -393,8 +393,9 @@ def draw_code(fig: Figure, x0: float, y_top: float, width: float, height: float,
     it (long lines end in …; the last line says how many more); lines in ``mark`` get a
     highlighted background. Returns how many lines were drawn.
 
-    The box is rasterised with PIL and placed as one image: matplotlib 3.11's Agg renders text
-    glyph by glyph (~0.3 ms each here), which made a page of code cost a second per redraw."""
+    The box is rasterised with PIL and placed as one image: matplotlib lays out and renders each
+    text apart (3.11's Agg glyph by glyph, ~0.3 ms each here), which made a page of code cost a
+    second per redraw."""
     import numpy as np
     from PIL import Image, ImageDraw
 
