@@ -28,6 +28,15 @@ def _pixels(png: bytes) -> np.ndarray:
     return np.asarray(Image.open(io.BytesIO(png)).convert("RGB"))
 
 
+def _matplotlib_pixels(fig) -> np.ndarray:
+    """The figure as matplotlib's Agg canvas draws it."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    canvas = FigureCanvasAgg(fig)
+    canvas.draw()
+    return np.asarray(canvas.buffer_rgba())[..., :3]
+
+
 def _scaled(data, k: float = 3.7):
     """Every float ×k (sizes and counts, which are ints, stay): new tick labels and ranges."""
     if isinstance(data, dict):
@@ -61,6 +70,9 @@ def test_a_kept_figure_draws_what_a_new_one_draws(demo, record):
     except Exception:  # data no real run could give (a fraction over 1): the other variants stay
         pass
     fresh = [_pixels(plots.to_png(_fig(demo.figure(*copy.deepcopy(v))))) for v in variants]
+    # `to_png` draws what matplotlib's own draw does
+    for v, px in zip(variants, fresh):
+        assert (_matplotlib_pixels(_fig(demo.figure(*copy.deepcopy(v)))) == px).all(), demo.key
 
     slot = plots.Kept()
     order = list(range(len(variants))) + [0, 0] + list(range(len(variants)))[::-1]

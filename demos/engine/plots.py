@@ -197,10 +197,11 @@ def layout_signature(fig: Figure, renderer) -> tuple:
             continue
         row: list = [ax.axison, ax.get_title("left"), ax.get_title(), ax.get_title("right")]
         for axis in ax._axis_map.values():
+            ticks = axis._update_ticks()  # what the axis draws, located (and its offset text set) as drawn
             row.append((axis.get_visible(), axis.label.get_text(), axis.get_label_position(),
-                        tuple(t.get_text() for t in axis.get_majorticklabels()),
-                        tuple(t.get_text() for t in axis.get_minorticklabels()), axis.offsetText.get_text(),
-                        tuple(sorted((k, repr(v)) for k, v in axis._major_tick_kw.items()))))
+                        tuple((t.label1.get_text() if t.label1.get_visible() else "",
+                               t.label2.get_text() if t.label2.get_visible() else "") for t in ticks),
+                        axis.offsetText.get_text(), tuple(sorted((k, repr(v)) for k, v in axis._major_tick_kw.items()))))
         box = ax.bbox
         for a in ax.get_default_bbox_extra_artists():
             if a in ax.spines.values() or a is ax.patch:
