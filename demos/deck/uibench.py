@@ -30,6 +30,7 @@ def bench_panel(panel, repeats: int = 6) -> list[dict[str, Any]]:
         if b == a:
             continue
         times, measures, draws = [], [], []
+        layouts = _layouts(panel)
         for i in range(repeats + 2):
             panel.last_encode_s = None
             t0 = time.perf_counter()
@@ -42,12 +43,22 @@ def bench_panel(panel, repeats: int = 6) -> list[dict[str, Any]]:
                 if split is not None and panel.last_encode_s is not None:  # a panel of its own draws unsplit
                     measures.append(split["measure_s"])
                     draws.append(split["figure_s"] + panel.last_encode_s)
+            if i == 1:
+                layouts = _layouts(panel)
         rows.append({"control": spec.name, "values": [a, b], "median_s": statistics.median(times),
                      "max_s": max(times), "n": len(times), "error": panel.last_error, "view": spec.view,
                      "measure_s": statistics.median(measures) if measures else None,
                      "draw_s": statistics.median(draws) if draws else None,
-                     "draw_max_s": max(draws) if draws else None})
+                     "draw_max_s": max(draws) if draws else None,
+                     "layouts": _layouts(panel) - layouts})  # of the timed redraws, how many laid the figure out
     return rows
+
+
+def _layouts(panel) -> int:
+    """How many times the panel's kept figures have been laid out (`plots.KeptLayout`)."""
+    kept = getattr(panel, "kept", None)
+    figures = kept.figures.values() if kept is not None else ()
+    return sum(getattr(fig.get_layout_engine(), "runs", 0) for fig, _axes in figures)
 
 
 def run(demos: Sequence, repeats: int = 6, verbose: bool = True) -> list[dict[str, Any]]:
@@ -73,7 +84,7 @@ def _line(r: dict[str, Any]) -> str:
     kind = "Run" if r["run_button"] else "move"
     err = f"  ERROR {r['error']}" if r["error"] else ""
     split = ("   measure    –    draw    –" if r.get("draw_s") is None else
-             f"   measure {r['measure_s']:.3f} draw {r['draw_s']:.3f}")
+             f"   measure {r['measure_s']:.3f} draw {r['draw_s']:.3f} (laid out {r.get('layouts', 0)} of {r['n']})")
     return (f"{r['demo']:<30} {r['control']:<12} {kind:<4} first {r['first_s']:6.2f} s   "
             f"median {r['median_s']:.3f} s (max {r['max_s']:.3f} s, n={r['n']}){split}{err}")
 
