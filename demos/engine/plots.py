@@ -108,6 +108,10 @@ def keeping(slot: Kept):
         _KEEPING.pop()
 
 
+def _keep_ticks() -> None:
+    pass
+
+
 def _empty(fig: Figure) -> None:
     """Remove everything a figure function drew, as ``Figure.clear`` would, but keep the axes made
     by :func:`figure`, their tick objects (building ticks is most of a new figure's cost) and the
@@ -121,23 +125,20 @@ def _empty(fig: Figure) -> None:
             fig.delaxes(ax)
     with plt.rc_context(STYLE):
         for ax in base:
-            ticks = {name: (axis.__dict__.get("majorTicks"), axis.__dict__.get("minorTicks"))
-                     for name, axis in ax._axis_map.items()}
             ax.dataLim.set_points(Bbox.null().get_points())  # as a new axes starts (`clear` keeps them)
             ax._viewLim.set_points(Bbox.unit().get_points())
-            ax.clear()
-            for spine in ax.spines.values():  # a spine placed later would throw the ticks away again
-                spine._ensure_position_is_set()
+            axes = list(ax._axis_map.values())
+            for axis in axes:  # `clear` (and a spine placed anew) would throw the ticks away and build new ones
+                axis.reset_ticks = _keep_ticks
+            try:
+                ax.clear()  # which also sets the grid on the kept ticks as on new ones
+                for spine in ax.spines.values():
+                    spine._ensure_position_is_set()
+            finally:
+                for axis in axes:
+                    del axis.reset_ticks
             ax.set_visible(True)
             ax.set_in_layout(True)
-            for name, axis in ax._axis_map.items():
-                major, minor = ticks[name]
-                for which, kept, kw in (("majorTicks", major, axis._major_tick_kw),
-                                        ("minorTicks", minor, axis._minor_tick_kw)):
-                    if isinstance(kept, list) and kept:
-                        for tick in kept:  # the grid as `clear` reset it
-                            tick._apply_params(gridOn=kw.get("gridOn", False))
-                        setattr(axis, which, kept)
     fig.artists, fig.lines, fig.patches, fig.texts, fig.images, fig.legends = [], [], [], [], [], []
     fig._suptitle = fig._supxlabel = fig._supylabel = None
     engine = fig.get_layout_engine()
