@@ -122,3 +122,23 @@ def test_what_a_figure_function_adds_goes_before_the_next_redraw():
         assert len(ax.lines) == 1 and [t.get_text() for t in ax.get_legend().get_texts()] == [f"n={n}"]
         assert len(fig.axes) == 2 and len(fig.texts) == 2 and fig._suptitle.get_text() == f"redraw {n}"  # the suptitle is a figure text
         assert ax.get_ylim()[0] < n < ax.get_ylim()[1]
+
+
+def test_a_figure_that_cannot_be_emptied_is_replaced_by_a_new_one(monkeypatch):
+    slot = plots.Kept()
+    with plots.keeping(slot):
+        first, _ = plots.figure()
+
+    def broken(fig):
+        raise AttributeError("a matplotlib this code does not know")
+
+    monkeypatch.setattr(plots, "_empty", broken)
+    with plots.keeping(slot):
+        second, ax = plots.figure()
+        ax.plot([0, 1], [0, 1])
+    assert second is not first and slot.reused == 0
+    assert plots.to_png(second)[:8] == b"\x89PNG\r\n\x1a\n"
+    monkeypatch.undo()
+    with plots.keeping(slot):
+        third, _ = plots.figure()
+    assert third is second and slot.reused == 1

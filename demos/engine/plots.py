@@ -65,11 +65,16 @@ def figure(nrows: int = 1, ncols: int = 1, size: tuple[float, float] = SLIDE_SIZ
     slot = _KEEPING[-1] if _KEEPING else None
     key = (nrows, ncols, tuple(size), repr(sorted(kw.items())))
     if slot is not None and key in slot.figures and key not in slot.used:
-        slot.used.add(key)
-        fig, axes = slot.figures[key]
-        _empty(fig)
-        slot.reused += 1
-        return fig, axes
+        fig, axes = slot.figures.pop(key)
+        try:
+            _empty(fig)
+        except Exception:  # matplotlib internals this code does not know: a new figure, as outside a panel
+            pass
+        else:
+            slot.used.add(key)
+            slot.figures[key] = (fig, axes)
+            slot.reused += 1
+            return fig, axes
     with plt.rc_context(STYLE):
         fig = Figure(figsize=size, dpi=DPI, layout=KeptLayout())
         axes = fig.subplots(nrows, ncols, **kw)
