@@ -31,7 +31,7 @@ import threading
 import time
 from pathlib import Path
 
-from demos.deck.demo import LAST_DIR
+from demos.deck.demo import WARMED_DIR
 from demos.engine.env import PROJECT_ROOT, package_digest
 from demos.engine.errors import DemoError
 
@@ -151,7 +151,7 @@ def _digest(nb_path: Path, results: Path | None) -> str:
     `make warm` kept for the panels that open on them, and the recorded run drawn."""
     h = hashlib.sha256(nb_path.read_bytes())
     h.update(package_digest(with_versions=True).encode())
-    for p in sorted(LAST_DIR.glob("*.json")):
+    for p in sorted(WARMED_DIR.glob("*.json")):
         h.update(p.name.encode())
         h.update(p.read_bytes())
     if results:

@@ -57,12 +57,14 @@ def _widgets():
 class Panel:
     """Controls + status line + progress bar + figure, redrawn in place."""
 
-    def __init__(self, demo, specs):
+    def __init__(self, demo, specs, initial: dict | None = None):
         self.demo = demo
         self.title = demo.title
         self.specs = list(specs)
-        self.run_button = demo.run_button
-        self.initial: dict | None = None  # an instant demo's result from `make warm`, shown at once
+        self.run_button = demo.button
+        self.initial = initial  # the result `make warm` measured, shown at once (a demo that opens warmed)
+        self.last_conditions = None  # how the latest measurement ran (None: nothing was measured)
+        self.last_split: dict | None = None  # the latest redraw's seconds measuring and building its figure
         self.renders = 0
         self.last_png: bytes | None = None
         self.last_html: str = ""
@@ -75,6 +77,7 @@ class Panel:
         self._controls: dict[str, Any] = {}
 
     def render_fn(self, values: dict[str, Any], progress: Progress):
+        """One redraw: a ``demos.deck.demo.Drawn`` (the figure, how it was measured, its split)."""
         return self.demo.render(values, progress)
 
     @property
@@ -137,8 +140,8 @@ class Panel:
         """Run the render function with the current values. Returns (figure, html)."""
         values = self.values()
         self.last_values = values
-        self.demo.last_conditions = None
-        self.demo.last_split = None
+        self.last_conditions = None
+        self.last_split = None
         t0 = time.perf_counter()
         try:
             result = None
@@ -150,7 +153,8 @@ class Panel:
                     self.initial = None
             if result is None:
                 with keeping(self.kept):
-                    result = self.render_fn(values, self.progress)
+                    drawn = self.render_fn(values, self.progress)
+                result, self.last_conditions, self.last_split = drawn.result, drawn.conditions, drawn.split
             self.last_error = None
         except Exception as exc:  # one line, kernel survives
             release_memory()
@@ -214,7 +218,7 @@ class Panel:
         took the cores while it measured, one line saying the timings may be inflated."""
         if self.last_error:
             return f"<span class='jitdeck-error' style='color:#b00020'>⚠ {html.escape(self.last_error)}</span>"
-        cond = self.demo.last_conditions  # None when nothing was measured (a view-only move)
+        cond = self.last_conditions  # None when nothing was measured (a view-only move)
         if cond is not None and not cond.reliable:
             return f"<span class='jitdeck-busy-cores' style='color:#a15c00'>⚠ {html.escape(cond.warning())}</span>"
         where = f" · {cond.threads} of {cond.cores} threads ({cond.policy})" if cond is not None and cond.policy != "all cores free" else ""

@@ -39,7 +39,7 @@ def bench_panel(panel, repeats: int = 6) -> list[dict[str, Any]]:
                 panel.update()
             if i >= 2:  # the first move of each value may still compile: a warm-up
                 times.append(time.perf_counter() - t0)
-                split = getattr(panel.demo, "last_split", None)
+                split = panel.last_split
                 if split is not None and panel.last_encode_s is not None:  # a panel of its own draws unsplit
                     measures.append(split["measure_s"])
                     draws.append(split["figure_s"] + panel.last_encode_s)
@@ -73,7 +73,7 @@ def run(demos: Sequence, repeats: int = 6, verbose: bool = True) -> list[dict[st
             first = time.perf_counter() - t0
             results = bench_panel(panel, repeats)
         for res in results:
-            res.update(demo=demo.key, first_s=first, run_button=demo.run_button, cold=demo.cold)
+            res.update(demo=demo.key, first_s=first, run_button=demo.button, cold=demo.pacing == "cold")
             rows.append(res)
             if verbose:
                 print(_line(res), flush=True)

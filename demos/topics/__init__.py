@@ -4,18 +4,36 @@ demo measures and how its figure draws it. Each module declares its demos with
 nothing else lists demos by hand."""
 from __future__ import annotations
 
+# The lecture's parts, in order, and the topic modules each presents (slides/NN_*.ipynb)
+PARTS: dict[int, tuple[str, ...]] = {
+    1: ("eager",),
+    2: ("fusion",),
+    3: ("roofline",),
+    4: ("internals",),
+    5: ("recompilation", "numerics"),
+    6: ("model",),
+    7: ("yourfn",),
+}
+
+
+def part_of(topic: str) -> int:
+    """The part that presents ``topic`` (a module name in this package)."""
+    for part, topics in PARTS.items():
+        if topic in topics:
+            return part
+    raise KeyError(f"topic {topic!r} is in no part of demos.topics.PARTS")
+
 
 def load():
-    """Import every topic module; return every declared demo in part order."""
+    """Import every topic module; return every declared demo in part order, then declaration order."""
     import importlib
-    import pkgutil
 
     from demos.deck.demo import registered
 
-    for mod in pkgutil.iter_modules(__path__):
-        if not mod.name.startswith("_"):
-            importlib.import_module(f"{__name__}.{mod.name}")
-    return registered(__name__ + ".")
+    order = [t for topics in PARTS.values() for t in topics]
+    for topic in order:
+        importlib.import_module(f"{__name__}.{topic}")
+    return sorted(registered(__name__ + "."), key=lambda d: order.index(d.topic))
 
 
 def preload() -> float:
