@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import math
 from typing import Any
 
 import matplotlib
@@ -482,3 +483,19 @@ def two_columns(fig: Figure) -> None:
 def where_measured(data: dict[str, Any]) -> str:
     """Where a measurement comes from, in a few words: the recorded machine, or "here"."""
     return data.get("machine_short", "recorded") if data.get("recorded") else "here"
+
+
+def pow2_label(n: int) -> str:
+    """A size as a slide writes it: ``2^k`` for a power of two, else with thousands separators."""
+    k = math.log2(n) if n > 0 else 0.5
+    return f"2^{int(k)}" if float(k).is_integer() else f"{n:,}"
+
+
+def no_minor_ticks(*axes) -> None:
+    """No minor ticks on these axes: a log axis draws dozens, and laying them out costs a redraw
+    ~0.1 s."""
+    from matplotlib.ticker import NullLocator
+
+    for ax in axes:
+        ax.xaxis.set_minor_locator(NullLocator())
+        ax.yaxis.set_minor_locator(NullLocator())
