@@ -9,6 +9,7 @@ import pytest
 import demos  # noqa: F401
 from demos.topics import eager
 from demos.engine.errors import DemoError
+from demos.engine.measurement import Run
 from demos.engine.results import Record
 from demos.engine.workloads import WORKLOADS
 
@@ -45,7 +46,7 @@ def test_paired_timing_stops_one_clock_at_return_and_one_after_sync():
         def wait(self):
             time.sleep(0.004)
 
-    ret, done = eager.paired_timing(lambda: Future(), lambda f: f.wait(), budget_s=0.03)
+    ret, done = Run.time_paired(lambda: Future(), lambda f: f.wait(), budget_s=0.03)
     assert ret.median < 0.001 and done.median >= 0.004
     assert ret.n == done.n >= 7
 
@@ -53,9 +54,10 @@ def test_paired_timing_stops_one_clock_at_return_and_one_after_sync():
 def test_copy_bandwidth_is_the_engines_measurement():
     from demos.engine import peaks
 
-    const = eager.machine_constants("float32", threads=1)
+    run = Run()
+    const = eager.machine_constants(run, "float32", threads=1)
     assert const["bandwidth_Bps"] == peaks.bandwidth(1)["bytes_per_s"]  # one way, memoised, shared
-    assert eager.machine_constants("float32", threads=1) == const and const["floor_s"]["add"] < 1e-3
+    assert eager.machine_constants(run, "float32", threads=1) == const and const["floor_s"]["add"] < 1e-3
 
 
 def test_regimes_claims_per_device():
@@ -81,18 +83,18 @@ def test_regime_classification_from_synthetic_data():
 
 def test_bad_inputs_are_refused_with_one_line():
     with pytest.raises(DemoError, match="op"):
-        eager.measure_regimes("tan")
+        eager.measure_regimes(Run(), "tan")
     with pytest.raises(DemoError, match="outside"):
-        eager.measure_regimes("add", 1, 40)
+        eager.measure_regimes(Run(), "add", 1, 40)
     with pytest.raises(DemoError, match="timing trap"):
-        eager.measure_sync_trap("mlp_block")
+        eager.measure_sync_trap(Run(), "mlp_block")
 
 
 # =======================================================================================
 # Claims the slides make (CPU path here; GPU forms below)
 # =======================================================================================
 def test_claim_eager_complex_activation_issues_six_separate_ops():
-    d = eager.measure_timeline(2**14)
+    d = eager.measure_timeline(Run(), 2**14)
     assert d["counts"]["ops"] >= 6, d["op_names"]
     # what the slide says was counted: the six aten ops the code issues, in order
     assert d["op_names"] == ["sin", "cos", "mul", "add", "mul", "relu"]
@@ -101,7 +103,7 @@ def test_claim_eager_complex_activation_issues_six_separate_ops():
 
 
 def test_claim_sync_trap_on_cpu():
-    d = eager.measure_sync_trap("two_matmuls", budget_s=0.1)
+    d = eager.measure_sync_trap(Run(), "two_matmuls", budget_s=0.1)
     t = d["rows"]["torch_eager"]
     # the issue's CPU form: the synchronised measurement is at least the unsynchronised one
     assert t["synced"]["median"] >= t["returned"]["median"]
@@ -117,7 +119,7 @@ def test_claim_sync_trap_on_cpu():
 
 def test_claim_latency_flat_at_small_n_and_about_linear_at_large_n():
     # the panel's default on a CPU: one torch thread (see the regimes notes)
-    small = eager.measure_regimes("add", 4, 8, budget_s=0.05, threads=1)
+    small = eager.measure_regimes(Run(), "add", 4, 8, budget_s=0.05, threads=1)
     s = {n: p["median"] for n, p in zip(small["Ns"], small["series"]["add"])}
     # 16× more elements, under the slide's bound on the time: the overhead floor
     flat = eager.regimes_claims["flat"]
@@ -127,7 +129,7 @@ def test_claim_latency_flat_at_small_n_and_about_linear_at_large_n():
     # tensors of 64 MiB and more (2^24 float32): glibc gives every one fresh pages from the OS (the
     # deck's steady allocator keeps only up to 32 MiB and trims its heap beyond 64 MiB; a 32 MiB
     # tensor may or may not come from the heap's top), so the top of the range compares like with like
-    large = eager.measure_regimes("add", 24, 25, budget_s=0.05, with_activation=False, threads=1)
+    large = eager.measure_regimes(Run(), "add", 24, 25, budget_s=0.05, with_activation=False, threads=1)
     g = {n: p["median"] for n, p in zip(large["Ns"], large["series"]["add"])}
     # 2× more elements: between 1.4× and 4× the time — about linear (bandwidth), not flat
     assert 1.4 <= g[2**25] / g[2**24] <= 4.0, g
@@ -177,7 +179,7 @@ def test_missing_jax_leaves_torch_half_of_the_trap(monkeypatch):
         raise DemoError("JAX is not installed here (pip install 'jax[cpu]==0.10.2'); torch demos still run")
 
     monkeypatch.setattr(wl, "require_jax", no_jax)
-    d = eager.measure_sync_trap("complex_activation", budget_s=0.02)
+    d = eager.measure_sync_trap(Run(), "complex_activation", budget_s=0.02)
     assert "error" in d["rows"]["jax_jit"] and "JAX is not installed" in d["rows"]["jax_jit"]["error"]
     assert d["rows"]["torch_eager"]["ratio"] > 0
     eager.figure_sync_trap(d)  # draws torch alone, with the one-line reason
@@ -212,12 +214,12 @@ def test_live_figures_show_the_recorded_run_beside(recorded_file, monkeypatch):
     fig = eager.figure_timeline(live, ref)
     assert len(fig.axes[0].get_yticklabels()) == 4  # two lanes live + two lanes recorded
     assert any("recorded on" in t.get_text() for t in fig.texts)
-    trap = eager.figure_sync_trap(eager.measure_sync_trap("two_matmuls", budget_s=0.02),
+    trap = eager.figure_sync_trap(eager.measure_sync_trap(Run(), "two_matmuls", budget_s=0.02),
                                   eager.sync_trap.reference())
     assert len(trap.axes) == 2
     assert eager.sync_trap.reference({"workload": "complex_activation", "dtype": "float32"}) is None  # match
     reg = eager.regimes.reference()
-    rfig = eager.figure_regimes(eager.measure_regimes("add", 4, 8, budget_s=0.01), reg)
+    rfig = eager.figure_regimes(eager.measure_regimes(Run(), "add", 4, 8, budget_s=0.01), reg)
     assert any("recorded" in (line.get_label() or "") for line in rfig.axes[0].get_lines())
 
 
@@ -227,7 +229,7 @@ def test_without_a_record_the_seed_figures_stand_beside(monkeypatch):
     assert ref["seed"] and "reported by" in ref["stamp"] and "not measured here" in ref["stamp"]
     assert ref["rows"]["jax_jit"]["returned"]["median"] == 76e-6 and ref["rows"]["jax_jit"]["synced"]["median"] == 205e-6
     assert eager.sync_trap.reference({"workload": "complex_activation", "dtype": "float32"}) is None
-    fig = eager.figure_sync_trap(eager.measure_sync_trap("two_matmuls", budget_s=0.02), ref)
+    fig = eager.figure_sync_trap(eager.measure_sync_trap(Run(), "two_matmuls", budget_s=0.02), ref)
     assert len(fig.axes) == 2 and any("Beside it: reported by" in t.get_text() for t in fig.texts)
     monkeypatch.setenv("DEMOS_STATIC", "1")
     monkeypatch.setenv("DEMOS_RESULTS", "/nonexistent/never-read.json")
@@ -250,14 +252,14 @@ def test_a_bad_results_file_is_one_line_in_the_panel(tmp_path, monkeypatch):
 # =======================================================================================
 @pytest.mark.gpu
 def test_gpu_claim_six_kernels():
-    d = eager.measure_timeline(20 * 2**20)
+    d = eager.measure_timeline(Run(), 20 * 2**20)
     assert d["device_lane"] == "cuda"
     assert all(eager.timeline.check_claims(d).values()), d["kernel_names"]  # 6 ops, at least 6 kernels
 
 
 @pytest.mark.gpu
 def test_gpu_claim_unsynchronised_timing_under_reports():
-    d = eager.measure_sync_trap("two_matmuls", budget_s=0.2)
+    d = eager.measure_sync_trap(Run(), "two_matmuls", budget_s=0.2)
     t = d["rows"]["torch_eager"]
     assert t["synced"]["median"] > 1.2 * t["returned"]["median"], t
     from demos.engine.devices import jax_backend
@@ -269,7 +271,7 @@ def test_gpu_claim_unsynchronised_timing_under_reports():
 
 @pytest.mark.gpu
 def test_gpu_claim_flat_then_linear():
-    d = eager.measure_regimes("add", 4, 28, budget_s=0.05)
+    d = eager.measure_regimes(Run(), "add", 4, 28, budget_s=0.05)
     s = {n: p["median"] for n, p in zip(d["Ns"], d["series"]["add"])}
     assert s[2**10] < 1.5 * s[2**4], s
     assert eager.regimes_claims["linear"].holds(s[2**28] / s[2**26], "gpu"), s

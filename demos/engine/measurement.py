@@ -89,6 +89,12 @@ class Run:
         on all alike (:func:`demos.engine.timing.measure_interleaved`)."""
         return _timing.measure_interleaved(forms, **options)
 
+    @staticmethod
+    def time_paired(fn: Callable[[], Any], sync: Callable[[Any], None], **options: Any) -> tuple[Timing, Timing]:
+        """The same calls timed with the clock stopped when ``fn()`` returns and after ``sync``:
+        (returned, synchronised) (:func:`demos.engine.timing.measure_paired`)."""
+        return _timing.measure_paired(fn, sync, **options)
+
     def timed(self, fn: Callable[[], Any], sync: Callable[[Any], None] = no_sync, *, first: bool = True,
               **options: Any) -> dict[str, Any]:
         """The one timing schema a topic stores: ``Timing.to_dict()`` (median, p10, p90, n, inner)

@@ -210,6 +210,48 @@ def measure_interleaved(
                       inner=inner[k], samples=v) for k, v in samples.items()}
 
 
+def measure_paired(fn: Callable[[], Any], sync: Callable[[Any], None], *, budget_s: float = 0.05,
+                  min_samples: int = 7, max_samples: int = 300, warmup: int = 1) -> tuple[Timing, Timing]:
+    """Time the same calls twice: clock stopped when ``fn()`` returns, and after ``sync(out)``.
+
+    Each sample is one call; it is synchronised before the next one starts, so no queue
+    builds up and both numbers describe the same calls. At least 3 samples, ``min_samples``
+    unless calls are so slow that would take over 3× the budget. Returns (returned, synchronised).
+    """
+    for _ in range(max(warmup, 0)):
+        sync(fn())
+    clock = time.perf_counter
+    ret: list[float] = []
+    done: list[float] = []
+    start = clock()
+    deadline = start + budget_s
+
+    def more() -> bool:
+        n, now = len(ret), clock()
+        if n >= max_samples:
+            return False
+        if n < 3:
+            return True
+        if n < min_samples:  # slow calls: stop at 3 samples rather than overrun the budget 3×
+            return now < start + 3 * budget_s
+        return now < deadline
+
+    while more():
+        t0 = clock()
+        out = fn()
+        t1 = clock()
+        sync(out)
+        t2 = clock()
+        ret.append(t1 - t0)
+        done.append(t2 - t0)
+        del out
+
+    def timing(xs: list[float]) -> Timing:
+        return Timing(statistics.median(xs), quantile(xs, 0.1), quantile(xs, 0.9), len(xs), 1, xs)
+
+    return timing(ret), timing(done)
+
+
 SPIN_CYCLES = 2_000_000  # ~1 ms of GPU clock cycles queued before each timed call (measure_cuda_events)
 
 
