@@ -21,7 +21,7 @@ PART_NOTEBOOKS = sorted(SLIDES_DIR.glob("[0-9][0-9]_*.ipynb"))
 
 
 def _part(demo) -> int:
-    return sys.modules[demo.module].PART
+    return topics.part_of(demo.topic)
 
 
 def _declared(part: int) -> set[float]:

@@ -46,15 +46,18 @@ def test_demo_draws_records_and_redraws(demo: Demo, tmp_path, monkeypatch):
     first = _png(panel)
     assert panel.renders == 1
     # the slide's claims hold for the measurement at the defaults (memoised: not measured again)
-    failed = [c for c, ok in demo.check_claims(demo.run()).items() if not ok]
+    measured = demo.run()
+    failed = [c for c, ok in demo.check_claims(measured).items() if not ok]
     if failed:  # a shared CI box can stall one timing (seen once: the chain's speedup under its declared
         demo.forget()  # threshold); measure once more. Counts are exact, so a wrong count fails twice.
-        failed = [c for c, ok in demo.check_claims(demo.run()).items() if not ok]
+        measured = demo.run()
+        failed = [c for c, ok in demo.check_claims(measured).items() if not ok]
     assert not failed, f"{demo.key}: {failed}"
 
-    # the measurement is a record section that survives JSON, and draws back as the reference
+    # the measurement is a record section that survives JSON, and draws back as the reference (the
+    # measurement just made is stored, not measured again)
     rec = Record.new(label="test")
-    stored = demo.record_into(rec)
+    stored = demo.store(rec, measured)
     assert json.loads(json.dumps(stored)) == stored
     path = rec.save(tmp_path / "rec.json")
     loaded = Record.load(path)
@@ -62,17 +65,17 @@ def test_demo_draws_records_and_redraws(demo: Demo, tmp_path, monkeypatch):
     assert ref is not None and ref["recorded"] and ref["stamp"]
     monkeypatch.setattr("demos.engine.results.reference", lambda path=None: loaded)
     beside = demo.render(panel.values(), lambda f, m="": None)
-    assert beside is not None
+    assert beside.result is not None
     monkeypatch.setenv("DEMOS_RESULTS", str(path))
     monkeypatch.setenv("DEMOS_STATIC", "1")
 
-    def never(**_kw):
+    def never(*_a, **_kw):
         raise AssertionError("measured although a recorded run was asked for")
 
     with monkeypatch.context() as m:  # a recorded-only export draws the record without measuring
-        m.setattr(demo, "measure", never)
-        m.setattr(demo, "_memo", None)
-        alone = demo.render(panel.values(), lambda f, m="": None)
+        m.setattr("demos.deck.demo.Run", never)  # a measurement starts by making its Run
+        m.setattr(demo._state, "memo", None)
+        alone = demo.render(panel.values(), lambda f, m="": None).result
     fig = alone[0] if isinstance(alone, tuple) else alone
     assert any(t.get_text().startswith("Recorded on") for t in fig.texts), demo.key
     monkeypatch.delenv("DEMOS_RESULTS")
@@ -98,13 +101,13 @@ def test_demo_draws_records_and_redraws(demo: Demo, tmp_path, monkeypatch):
 
 @pytest.mark.parametrize("demo", DEMOS, ids=IDS)
 def test_a_failing_measurement_is_one_line_and_the_panel_survives(demo: Demo, monkeypatch):
-    def boom(**_kw):
+    def boom(*_a, **_kw):
         raise RuntimeError("CUDA error: an illegal memory access was encountered\nlong native trace…")
 
     panel = demo.panel()
-    panel.initial = None  # a cold demo would otherwise draw `make warm`'s result first
-    monkeypatch.setattr(demo, "measure", boom)
-    monkeypatch.setattr(demo, "_memo", None)
+    panel.initial = None  # a demo that opens warmed would otherwise draw `make warm`'s result first
+    monkeypatch.setattr("demos.deck.demo.Run", boom)  # the measurement fails as it starts
+    monkeypatch.setattr(demo._state, "memo", None)
     panel._build()
     panel.update()
     assert panel.last_error and "\n" not in panel.last_error and "illegal memory access" in panel.last_error
@@ -116,7 +119,7 @@ def _probe_demo(name: str, topic: str, calls: list, **kw) -> Demo:
     """A tiny declared demo that counts its measurements (for the kept-result tests)."""
     from demos.deck.demo import Choice
 
-    def measure(n: int) -> dict:
+    def measure(run, n: int) -> dict:
         calls.append(n)
         return {"n": n, "extra": f"n={n}"}
 
@@ -128,18 +131,18 @@ def _probe_demo(name: str, topic: str, calls: list, **kw) -> Demo:
         ax.plot(range(data["n"]))
         return fig
 
-    return Demo(name, name, controls=[Choice("n", 3, options=[3, 4])], measure=measure, figure=figure,
-                topic=topic, **kw)
+    measure.__module__ = f"tests.{topic}"  # the topic is the declaring module's name
+    return Demo(name, name, controls=[Choice("n", 3, options=[3, 4])], measure=measure, figure=figure, **kw)
 
 
-def test_an_instant_demo_opens_on_the_kept_result_and_measures_on_run(tmp_path, monkeypatch):
-    """Run-button sweeps and cold compiles open on what `make warm` kept (stamped so), measure only
-    on Run, and ignore a kept result that their code can no longer draw."""
+def test_a_warmed_demo_opens_on_the_warm_result_and_measures_on_run(tmp_path, monkeypatch):
+    """Run-button sweeps and cold compiles open on what `make warm` measured (stamped so), measure
+    only on Run, and ignore a warm result that their code can no longer draw."""
     import demos.deck.demo as dm
 
     calls = []
-    monkeypatch.setattr(dm, "LAST_DIR", tmp_path)
-    demo = _probe_demo("sweep", "instantprobe", calls, run_button=True, opens="kept")
+    monkeypatch.setattr(dm, "WARMED_DIR", tmp_path)
+    demo = _probe_demo("sweep", "instantprobe", calls, pacing="warmed")
     demo.warm_up()
     assert calls == [3] and list(tmp_path.glob("instantprobe.sweep-*.json"))
     panel = demo.panel()
@@ -157,22 +160,65 @@ def test_an_instant_demo_opens_on_the_kept_result_and_measures_on_run(tmp_path, 
     assert panel.last_error is None and calls == [3, 3, 3]
 
 
-def test_a_demo_that_opens_warm_shows_the_kept_result_then_measures_on_a_move(tmp_path, monkeypatch):
-    """``opens="kept"`` without a Run button: a first live figure that would need compiles. The panel opens
-    on `make warm`'s result, says so, and the first control move measures live."""
+def test_a_warmed_panel_says_what_it_shows_and_a_move_waits_for_run(tmp_path, monkeypatch):
+    """A warmed panel opens on `make warm`'s result and says so; moving a measured control does not
+    measure until Run (one pacing: ``pacing="warmed"``)."""
     import demos.deck.demo as dm
 
     calls = []
-    monkeypatch.setattr(dm, "LAST_DIR", tmp_path)
+    monkeypatch.setattr(dm, "WARMED_DIR", tmp_path)
     monkeypatch.setattr("demos.deck.ui.static_mode", lambda: False)
     monkeypatch.setattr("IPython.display.display", lambda *a, **k: None)
-    demo = _probe_demo("slowfirst", "openswarmprobe", calls, opens="kept")
+    demo = _probe_demo("slowfirst", "openswarmprobe", calls, pacing="warmed")
     demo.warm_up()
-    assert calls == [3] and demo.instant
+    assert calls == [3] and demo.opens_warmed and demo.button
     demo.forget()
     panel = demo.panel()
     panel.show()
-    assert calls == [3] and panel.renders == 1 and "move a control to measure live" in panel.status.value
+    assert calls == [3] and panel.renders == 1 and "press Run to measure it again" in panel.status.value
     first = panel.last_png
     panel.controls["n"].value = 4
+    assert calls == [3] and panel.renders == 1
+    panel.button.click()
     assert calls == [3, 4] and panel.renders == 2 and panel.last_png != first and "done in" in panel.status.value
+
+
+def test_a_declaration_is_immutable_and_its_docstring_example_runs():
+    import dataclasses
+    import doctest
+
+    import demos.deck.demo as dm
+
+    demo = DEMOS[0]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        demo.pacing = "run"
+    with pytest.raises(ValueError, match="pacing"):
+        _probe_demo("bad", "badprobe", [], pacing="kept")
+    assert doctest.testmod(dm).failed == 0
+
+
+def test_each_measurement_gets_a_run_whose_cache_forget_drops():
+    from demos.engine.measurement import Run
+
+    seen = []
+
+    def measure(run, n: int) -> dict:
+        assert isinstance(run, Run)
+        seen.append(run)
+        run.cache[n] = run.cache.get(n, 0) + 1
+        return {"n": n, "hits": run.cache[n]}
+
+    measure.__module__ = "tests.runprobe"
+    demo = Demo("counts", "counts", controls=[dm_choice()], measure=measure, figure=lambda d, r: None)
+    assert demo.run({"n": 3})["hits"] == 1 and demo.run({"n": 4})["hits"] == 1
+    assert demo.run({"n": 3})["hits"] == 1  # the latest measurement at these values: not measured again
+    assert demo.run({"n": 4})["hits"] == 2  # measured again: the demo's cache remembers
+    assert len({id(r) for r in seen}) == 3 and len({id(r.cache) for r in seen}) == 1
+    demo.forget()
+    assert demo.run({"n": 4})["hits"] == 1 and seen[-1].cache == {4: 1}
+
+
+def dm_choice():
+    from demos.deck.demo import Choice
+
+    return Choice("n", 3, options=[3, 4])

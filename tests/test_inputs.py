@@ -112,7 +112,7 @@ def test_run_and_overrides_refuse_bad_values_before_measuring(demo: Demo, monkey
     with pytest.raises(DemoError, match="values must be a dict"):
         demo.run([1, 2])  # type: ignore[arg-type]
     for bad in (-1, 0, float("nan"), float("inf"), True, "1"):  # a non-control number: a budget
-        if "budget_s" in demo.record or "budget_s" in demo.record_quick:
+        if "budget_s" in demo.recorded_values(quick=True):
             with pytest.raises(DemoError, match="budget_s=.*must be a positive number"):
                 demo.run({"budget_s": bad})
 

@@ -49,27 +49,61 @@ def test_two_fresh_copies_do_not_share_automatic_dynamic_state():
     assert seen[2] == 1, seen                  # the second starts static, as in a fresh process
 
 
-def test_forget_all_empties_every_registered_cache_and_rejects_what_cannot_be_emptied():
+def test_forget_all_empties_every_engine_cache_and_rejects_what_cannot_be_emptied():
     from demos import topics
 
     topics.load()
-    box = protocol.kept("tests.box", {})
+    box = protocol.engine_cache("tests.box", {})
     box["x"] = 1
-    assert protocol.kept_size() >= 1 and "tests.box" in protocol.kept_names()
+    assert protocol.cached_entries() >= 1 and "tests.box" in protocol.cache_names()
     protocol.forget_all()
-    assert box == {} and protocol.kept_size() == 0
+    assert box == {} and protocol.cached_entries() == 0
     with pytest.raises(TypeError):
-        protocol.kept("tests.bad", 3)
-    # every module-level dict or set a topic keeps between measurements is registered
-    import demos.topics as pkg
-    import importlib
-    import pkgutil
+        protocol.engine_cache("tests.bad", 3)
 
-    for mod in pkgutil.iter_modules(pkg.__path__):
-        m = importlib.import_module(f"demos.topics.{mod.name}")
-        for name, value in vars(m).items():
-            if name.startswith("_") and name.strip("_").replace("_", "").isupper() and isinstance(value, (dict, set)):
-                assert any(c is value for c in protocol._KEPT.values()), f"{mod.name}.{name} is not registered"
+
+def _module_level_caches(path) -> list[str]:
+    """Module-level state a topic module could keep between measurements: an empty container
+    assigned at module level, a registered engine cache, an lru_cache, a ``global`` statement."""
+    import ast
+
+    tree = ast.parse(path.read_text())
+    found = []
+    empty = ("dict", "set", "list", "OrderedDict", "defaultdict", "deque", "engine_cache", "kept")
+    for node in tree.body:
+        value = getattr(node, "value", None)
+        if isinstance(node, (ast.Assign, ast.AnnAssign)) and value is not None:
+            if isinstance(value, (ast.Dict, ast.Set, ast.List)) and not getattr(value, "keys", getattr(value, "elts", None)):
+                found.append(f"line {node.lineno}: an empty container")
+            elif isinstance(value, ast.Call) and getattr(value.func, "id", getattr(value.func, "attr", "")) in empty:
+                found.append(f"line {node.lineno}: {ast.unparse(value)[:40]}")
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Global):
+            found.append(f"line {node.lineno}: global {', '.join(node.names)}")
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            for dec in node.decorator_list:
+                if "cache" in ast.unparse(dec):
+                    found.append(f"line {node.lineno}: @{ast.unparse(dec)} on {node.name}")
+    return found
+
+
+def test_no_topic_keeps_a_cache_of_its_own_a_demo_remembers_in_run_cache():
+    """A demo's memory between measurements is ``run.cache``, which ``forget()`` drops; a topic
+    module keeping a cache at module level would survive a Run and measure from a stale state."""
+    from demos.engine.env import PROJECT_ROOT
+
+    offenders = {p.name: found for p in sorted((PROJECT_ROOT / "demos" / "topics").glob("*.py"))
+                 if (found := _module_level_caches(p))}
+    assert not offenders, offenders
+    # the check itself finds each kind it looks for
+    import tempfile
+    from pathlib import Path
+
+    with tempfile.TemporaryDirectory() as d:
+        bad = Path(d) / "bad.py"
+        bad.write_text("import functools\n_A = {}\n_B: set = set()\n_C = engine_cache('x', {})\n"
+                       "@functools.lru_cache\ndef f():\n    global _A\n")
+        assert len(_module_level_caches(bad)) == 5
 
 
 # -- the allocator ----------------------------------------------------------------------------
@@ -219,16 +253,16 @@ def test_the_package_digest_changes_with_any_module(tmp_path):
     assert package_digest(skip=("engine/",), root=tmp_path) == package_digest(skip=("engine/",), root=tmp_path)
 
 
-def test_a_kept_result_is_dropped_when_the_package_or_versions_change(tmp_path, monkeypatch):
+def test_a_warm_result_is_dropped_when_the_package_or_versions_change(tmp_path, monkeypatch):
     import demos.deck.demo as dm
     from demos import topics
 
-    demo = [d for d in topics.load() if d.instant][0]
-    monkeypatch.setattr(dm, "LAST_DIR", tmp_path)
-    dm.save_last(demo, {"stamp": "s", "x": 1})
-    assert dm.load_last(demo)["x"] == 1
+    demo = [d for d in topics.load() if d.opens_warmed][0]
+    monkeypatch.setattr(dm, "WARMED_DIR", tmp_path)
+    dm.save_warmed(demo, {"stamp": "s", "x": 1})
+    assert dm.load_warmed(demo)["x"] == 1
     monkeypatch.setattr(dm, "_source_hash", lambda d: "another-version")
-    assert dm.load_last(demo) is None
+    assert dm.load_warmed(demo) is None
     saved = json.loads(next(tmp_path.glob("*.json")).read_text())
     assert saved["source"] != "another-version"
 
@@ -236,10 +270,10 @@ def test_a_kept_result_is_dropped_when_the_package_or_versions_change(tmp_path, 
 def test_the_tests_keep_results_in_a_folder_of_their_own():
     import os
 
-    from demos.deck.demo import LAST_DIR
+    from demos.deck.demo import WARMED_DIR
     from demos.engine.env import CACHE_ROOT
 
-    assert os.environ["DEMOS_KEPT_DIR"] and LAST_DIR != CACHE_ROOT / "last"
+    assert os.environ["DEMOS_KEPT_DIR"] and WARMED_DIR != CACHE_ROOT / "last"
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")

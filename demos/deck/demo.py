@@ -306,17 +306,22 @@ class Demo:
 
     def record_into(self, rec, quick: bool = False) -> dict:
         """Measure the recorded configuration, from the declared state as a live cell does, and
-        store it in ``rec.sections[topic][name]``. Returns the measurement as measured (the stored
-        copy is slimmed and made JSON)."""
+        store it in ``rec`` (:meth:`store`). Returns the measurement as measured."""
         self.forget()
         measured = self.run(self.recorded_values(quick))
-        data = dict(measured)
-        data.pop("stamp", None)  # the record's machine and date stamp it when drawn
+        self.store(rec, measured)
+        return measured
+
+    def store(self, rec, data: dict) -> dict:
+        """Store a measurement in ``rec.sections[topic][name]`` as a record holds it: without the
+        live stamp (the record's machine and date stamp it when drawn), slimmed, JSON. Returns it."""
+        data = dict(data)
+        data.pop("stamp", None)
         if self.configs.slim is not None:
             data = self.configs.slim(data)
         data = json.loads(json.dumps(data, default=_jsonable))
         rec.sections.setdefault(self.topic, {})[self.name] = data
-        return measured
+        return data
 
     def check_claims(self, data: dict) -> dict[str, bool]:
         """The slide's claims evaluated on ``data`` (empty when the demo makes none)."""

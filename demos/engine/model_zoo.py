@@ -31,7 +31,7 @@ from typing import Any, Callable
 from demos.engine.devices import check_dtype, free_memory_bytes, require_jax, require_torch, torch_device
 from demos.engine.errors import DemoError
 from demos.engine.timing import measure, quantile
-from demos.engine.protocol import fresh_function, kept
+from demos.engine.protocol import fresh_function, engine_cache
 
 LR, BETAS, EPS, WEIGHT_DECAY = 1e-3, (0.9, 0.999), 1e-8, 0.01
 LN_EPS = 1e-5
@@ -387,7 +387,7 @@ def jax_train_step(params, state, x, target, heads: int, remat: bool = False):
     return jax.tree_util.tree_map(update, params, m, v), {"m": m, "v": v, "t": t}, loss
 
 
-_JIT: dict[str, Any] = kept("engine.model_zoo._JIT", {})
+_JIT: dict[str, Any] = engine_cache("engine.model_zoo._JIT", {})
 
 
 def jitted(name: str):

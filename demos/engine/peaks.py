@@ -19,7 +19,7 @@ from demos.engine.devices import device_kind, device_name, dtype_supported, jax_
 from demos.engine.errors import DemoError
 from demos.engine.timing import measure, sync_jax, sync_torch
 from demos.engine.workloads import get as get_workload
-from demos.engine.protocol import kept
+from demos.engine.protocol import engine_cache
 
 Progress = Callable[[float, str], None]
 FUSED = frozenset({"torch_compile", "jax_jit"})
@@ -80,8 +80,8 @@ def cost(workload: str, params: dict, dtype: str, backend: str) -> dict[str, flo
 # =======================================================================================
 # Measuring the peaks
 # =======================================================================================
-_BANDWIDTH: dict[tuple[str, int | None], dict[str, Any]] = kept("engine.peaks._BANDWIDTH", {})  # (device, threads) -> measure_bandwidth()
-_PEAKS: dict[str, dict[str, Any]] = kept("engine.peaks._PEAKS", {})                         # device -> bandwidth + GEMM peak per dtype
+_BANDWIDTH: dict[tuple[str, int | None], dict[str, Any]] = engine_cache("engine.peaks._BANDWIDTH", {})  # (device, threads) -> measure_bandwidth()
+_PEAKS: dict[str, dict[str, Any]] = engine_cache("engine.peaks._PEAKS", {})                         # device -> bandwidth + GEMM peak per dtype
 
 
 def _noop(_fraction: float, _message: str = "") -> None:

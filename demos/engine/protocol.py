@@ -6,7 +6,7 @@ in ``make warm``/``check``/``record`` and in the tests:
 1. **Fresh compile state.** A demo compiles its own copy of a function (:func:`fresh_function`:
    a new code object, so Dynamo's per-code caches and recompile limits are its own), and Dynamo's
    counters are reset before it measures. :func:`forget_all` drops every piece of per-process
-   state the deck keeps (every cache registered with :func:`kept`) and Dynamo's in-memory
+   state the engine keeps (every cache registered with :func:`engine_cache`) and Dynamo's in-memory
    caches: only compiled code in the persistent on-disk caches (what ``make warm`` fills)
    carries over. ``Demo.forget()`` (the Run button, a re-executed live cell) calls it.
 2. **Allocator in steady state.** glibc serves each new buffer of ≥ 128 KiB by ``mmap`` and
@@ -42,33 +42,35 @@ from typing import Any, Callable, Iterator
 # =======================================================================================
 # 1. Per-process state: every cache a demo keeps is registered here, and cleared together
 # =======================================================================================
-_KEPT: dict[str, Any] = {}
+_CACHES: dict[str, Any] = {}
 
 
-def kept(name: str, container: Any) -> Any:
-    """Register a module-level cache (anything with ``.clear()``) under ``name``; returns it.
+def engine_cache(name: str, container: Any) -> Any:
+    """Register a cache of the engine's (anything with ``.clear()``) under ``name``; returns it.
 
-    ``forget_all()`` clears every registered cache, so a Run or a re-executed cell measures
-    again instead of returning something an earlier measurement left behind."""
+    ``forget_all()`` empties every registered cache, so a Run or a re-executed cell measures
+    again instead of returning something an earlier measurement left behind. A demo's own memory
+    is ``run.cache`` (:mod:`demos.engine.measurement`); this is for what the engine shares across
+    demos (inputs, compiled workloads, the machine's measured peaks)."""
     if not hasattr(container, "clear") and not hasattr(container, "cache_clear"):
-        raise TypeError(f"{name}: a kept cache needs .clear() (or an lru_cache's .cache_clear())")
-    _KEPT[name] = container
+        raise TypeError(f"{name}: an engine cache needs .clear() (or an lru_cache's .cache_clear())")
+    _CACHES[name] = container
     return container
 
 
-def kept_names() -> list[str]:
-    return sorted(_KEPT)
+def cache_names() -> list[str]:
+    return sorted(_CACHES)
 
 
-def kept_size() -> int:
+def cached_entries() -> int:
     """How many entries the registered caches hold (0 right after ``forget_all``)."""
-    return sum(len(c) if hasattr(c, "__len__") else c.cache_info().currsize for c in _KEPT.values())
+    return sum(len(c) if hasattr(c, "__len__") else c.cache_info().currsize for c in _CACHES.values())
 
 
 def forget_all() -> None:
     """Back to the declared state: every registered cache emptied, Dynamo's in-memory caches and
     counters reset. The persistent compile caches on disk are kept."""
-    for c in _KEPT.values():
+    for c in _CACHES.values():
         (c.clear if hasattr(c, "clear") else c.cache_clear)()
     reset_policy()
     reset_dynamo()

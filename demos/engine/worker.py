@@ -182,6 +182,18 @@ class Worker:
 # =======================================================================================
 # The child
 # =======================================================================================
+_SHARED: dict[tuple[str, ...], Worker] = {}
+
+
+def shared_worker(preload: list[str]) -> Worker:
+    """This process's one worker for ``preload`` (started on first use, kept warm between jobs:
+    a worker is process state of the engine's, not a measurement's cache, so ``forget`` keeps it)."""
+    key = tuple(preload)
+    if key not in _SHARED:
+        _SHARED[key] = Worker(preload=key)
+    return _SHARED[key]
+
+
 def _serve(preload: list[str]) -> None:  # pragma: no cover - runs in the child (tested through Worker)
     import importlib
 

@@ -30,7 +30,7 @@ from demos.engine.devices import (
 )
 from demos.engine.errors import DemoError, unknown_name
 from demos.engine.timing import sync_for
-from demos.engine.protocol import kept
+from demos.engine.protocol import engine_cache
 
 ITEMSIZE = {"float32": 4, "bfloat16": 2, "float16": 2}
 
@@ -376,7 +376,7 @@ def tolerance(dtype: str) -> dict[str, float]:
 # ---------------------------------------------------------------------------------------
 # Inputs (same values in both frameworks) and the four forms
 # ---------------------------------------------------------------------------------------
-_INPUT_CACHE: "OrderedDict[tuple, tuple]" = kept("engine.workloads._INPUT_CACHE", OrderedDict())
+_INPUT_CACHE: "OrderedDict[tuple, tuple]" = engine_cache("engine.workloads._INPUT_CACHE", OrderedDict())
 _INPUT_CACHE_SIZE = 4
 
 
@@ -444,8 +444,8 @@ def jitted(fn: Callable) -> Callable:
     return require_jax().jit(fn)
 
 
-kept("engine.workloads.compiled_torch", compiled_torch)
-kept("engine.workloads.jitted", jitted)
+engine_cache("engine.workloads.compiled_torch", compiled_torch)
+engine_cache("engine.workloads.jitted", jitted)
 
 
 @dataclass

@@ -41,7 +41,7 @@ from typing import Any, Callable, Iterable
 
 from demos.engine.devices import require_jax, require_torch
 from demos.engine.errors import DemoError
-from demos.engine.protocol import fresh_function, kept
+from demos.engine.protocol import fresh_function, engine_cache
 
 __all__ = [
     "InductorCode",
@@ -474,7 +474,7 @@ def xla_code(fn: Callable, *args: Any, static_argnums: tuple[int, ...] = ()) -> 
 # ---------------------------------------------------------------------------------------
 # Seed workloads, cached
 # ---------------------------------------------------------------------------------------
-_CACHE: dict[tuple, Any] = kept("introspection.codegen._CACHE", {})
+_CACHE: dict[tuple, Any] = engine_cache("introspection.codegen._CACHE", {})
 
 
 def clear_cache() -> None:
