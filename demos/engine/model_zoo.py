@@ -159,7 +159,7 @@ def _torch_classes():
 _CLASSES: tuple | None = None
 
 
-def torch_model(cfg: Config, device: str | None = None, seed: int = 0):
+def torch_model(cfg: Config, device: str | None = None, rng: int = 0):
     """The stack with seeded random weights on ``device`` at ``cfg.dtype``; its Block and Stack
     forwards have fresh code objects (see the module docstring)."""
     global _CLASSES
@@ -168,7 +168,7 @@ def torch_model(cfg: Config, device: str | None = None, seed: int = 0):
     if _CLASSES is None:
         _CLASSES = _torch_classes()
     Block, Stack = _CLASSES
-    torch.manual_seed(seed)
+    torch.manual_seed(rng)
     model = Stack(cfg)
     block_cls = type("Block", (Block,), {"forward": fresh_function(Block.forward)})
     for blk in model.layers:
@@ -177,10 +177,10 @@ def torch_model(cfg: Config, device: str | None = None, seed: int = 0):
     return model.to(device=device or torch_device(), dtype=getattr(torch, cfg.dtype))
 
 
-def torch_data(cfg: Config, device: str | None = None, seed: int = 1, seq: int | None = None):
+def torch_data(cfg: Config, device: str | None = None, rng: int = 1, seq: int | None = None):
     """(input, target), each (batch, seq, width)."""
     torch = require_torch()
-    g = torch.Generator().manual_seed(seed)
+    g = torch.Generator().manual_seed(rng)
     shape = (cfg.batch, seq or cfg.seq, cfg.width)
     x, t = torch.randn(shape, generator=g), torch.randn(shape, generator=g)
     dt, dev = getattr(torch, cfg.dtype), device or torch_device()

@@ -395,13 +395,13 @@ def check_memory(w: Workload, params: dict, dtype: str, device: str) -> None:
         )
 
 
-def make_inputs(w: Workload, framework: str, params: dict, dtype: str, device: str, seed: int = 0) -> tuple:
-    key = (w.name, framework, tuple(sorted(params.items())), dtype, device, seed)
+def make_inputs(w: Workload, framework: str, params: dict, dtype: str, device: str, rng: int = 0) -> tuple:
+    key = (w.name, framework, tuple(sorted(params.items())), dtype, device, rng)
     if key in _INPUT_CACHE:
         _INPUT_CACHE.move_to_end(key)
         return _INPUT_CACHE[key]
     torch = require_torch()
-    gen = torch.Generator().manual_seed(seed)
+    gen = torch.Generator().manual_seed(rng)
     host = []
     for shape, scale in zip(w.shapes(params), w.scales):
         if scale == "zeros":
@@ -479,7 +479,7 @@ def prepare(
     params: dict | None = None,
     dtype: str = "float32",
     device: str | None = None,
-    seed: int = 0,
+    rng: int = 0,
     compile_mode: str | None = None,
     dynamic: bool | None = None,
 ) -> Prepared:
@@ -498,7 +498,7 @@ def prepare(
         require_jax()
     check_memory(w, p, dtype, device)
     framework = "torch" if backend.startswith("torch") else "jax"
-    args = make_inputs(w, framework, p, dtype, device, seed)
+    args = make_inputs(w, framework, p, dtype, device, rng)
     if backend == "torch_eager":
         f = w.torch_fn
     elif backend == "torch_compile":

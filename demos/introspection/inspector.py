@@ -166,11 +166,11 @@ def check_fits(shape: tuple[int, ...], dtype: str, count: int, limit_bytes: int)
                         f"{limit_bytes / 2**30:.1f} GiB: choose a smaller shape")
 
 
-def torch_inputs(shape: tuple[int, ...], dtype: str, count: int, device: str | None = None, seed: int = 0) -> list:
+def torch_inputs(shape: tuple[int, ...], dtype: str, count: int, device: str | None = None, rng: int = 0) -> list:
     torch = require_torch()
     if dtype not in DTYPES:
         raise DemoError(f"dtype {dtype!r}: one of {', '.join(DTYPES)}")
-    g = torch.Generator().manual_seed(seed)
+    g = torch.Generator().manual_seed(rng)
     dev = device or torch_device()
     return [torch.randn(shape, generator=g, dtype=torch.float32).to(device=dev, dtype=getattr(torch, dtype))
             for _ in range(count)]
