@@ -4,6 +4,7 @@ from __future__ import annotations
 import pytest
 
 import demos  # noqa: F401
+from demos.engine.protocol import fresh_function
 from demos.introspection import codegen
 
 # A hand-written wrapper in the shape Inductor emits for CUDA (two Triton kernels, one mm).
@@ -371,11 +372,11 @@ def test_color_layers_partition_every_character():
         assert "".join(rebuilt).rstrip() == line.rstrip()
 
 
-def test_fresh_copy_is_the_same_function_with_a_new_code_object():
+def test_fresh_function_is_the_same_function_with_a_new_code_object():
     def f(x, *, k=2):
         return x * k
 
-    g = codegen.fresh_copy(f)
+    g = fresh_function(f)
     assert g is not f and g.__code__ is not f.__code__ and g.__code__.co_code == f.__code__.co_code
     assert (g(3), g(3, k=5), g.__qualname__) == (6, 15, f.__qualname__)
     assert g.__name__.startswith(f.__name__ + "_") and g.__code__.co_name == g.__name__  # a name of its own

@@ -41,7 +41,8 @@ from typing import Any, Callable, Iterable
 
 from demos.engine.devices import require_jax, require_torch
 from demos.engine.errors import DemoError
-from demos.engine.protocol import fresh_function, engine_cache
+from demos.engine.protocol import engine_cache, fresh_function
+from demos.introspection.hooks import output_code
 
 __all__ = [
     "InductorCode",
@@ -56,7 +57,6 @@ __all__ = [
     "generated_excerpt",
     "hlo_excerpt",
     "stablehlo_excerpt",
-    "fresh_copy",
     "clear_cache",
 ]
 
@@ -219,7 +219,6 @@ def parse_inductor(source: str | Iterable[str], device: str = "cpu") -> Inductor
                         fallback_calls=fallback, buffers=buffers, reused=reused, graphs=len(modules), device=device)
 
 
-fresh_copy = fresh_function  # the engine's one helper (demos.engine.protocol), under this module's old name
 
 
 def inductor_code(fn: Callable, *args: Any, mode: str | None = None, dynamic: bool | None = None,
@@ -230,25 +229,15 @@ def inductor_code(fn: Callable, *args: Any, mode: str | None = None, dynamic: bo
     nothing was generated (e.g. the function fell back to eager entirely).
     """
     torch = require_torch()
-    from unittest import mock
-
-    from torch._inductor.graph import GraphLowering
-
     if not isinstance(fn, types.FunctionType):
         raise DemoError(f"inductor_code needs a plain Python function, got {type(fn).__name__}")
-    codes: list[str] = []
-
-    def save(code: str, *_a: Any, **_k: Any) -> None:
-        if code not in codes:
-            codes.append(code)
-
     opts: dict[str, Any] = {}
     if mode:
         opts["mode"] = mode
     if dynamic is not None:
         opts["dynamic"] = dynamic
-    with mock.patch.object(GraphLowering, "save_output_code", staticmethod(save)):
-        compiled = torch.compile(fresh_copy(fn), **opts)
+    with output_code() as codes:
+        compiled = torch.compile(fresh_function(fn), **opts)
         compiled(*args, **kwargs)
     if not codes:
         raise DemoError(f"torch.compile generated no code for {fn.__name__} (graph break or eager fallback)")

@@ -19,7 +19,7 @@ Three parts:
   (whether ``jax.jit`` runs it, what it printed while tracing, or the error it raised); and
   for a counting backend, ``recompile_limit()`` and ``symbolic(example_inputs)``.
 
-Checked against torch 2.13 and JAX 0.10. Imports the engine and ``codegen.fresh_copy``;
+Checked against torch 2.13 and JAX 0.10. Imports the engine (``protocol.fresh_function``);
 torch and JAX only when asked.
 """
 from __future__ import annotations
@@ -34,7 +34,7 @@ from typing import Any, Callable, Iterable, Iterator, Sequence
 
 from demos.engine.devices import require_jax, require_torch
 from demos.engine.timing import first_call
-from demos.introspection.codegen import fresh_copy
+from demos.engine.protocol import fresh_function
 
 GUARDS = "torch._dynamo.guards.__guards"           # the guards artifact: one guard tree per compile
 RECOMPILES = "torch._dynamo.guards.__recompiles"   # the recompiles artifact: 'Recompiling function …'
@@ -296,7 +296,7 @@ def capture(fn: Callable, *args: Any, dynamic: bool | None = False) -> dict[str,
         return gm.forward
 
     with dynamo_logs() as cap:
-        require_torch().compile(fresh_copy(fn), backend=backend, dynamic=dynamic)(*args)
+        require_torch().compile(fresh_function(fn), backend=backend, dynamic=dynamic)(*args)
     tree = (guard_trees(cap.texts(GUARDS)) or [""])[-1]
     return {"graphs": graphs, "graph_count": len(graphs), "guard_tree": tree,
             "guard_count": len(guard_leaves(tree)), "guards_plain": plain_guards(tree)}
@@ -312,7 +312,7 @@ def explain(fn: Callable, *args: Any) -> dict[str, Any]:
 
     eb = ExplainWithBackend("eager")
     t0 = time.perf_counter()
-    out = torch.compile(fresh_copy(fn), backend=eb)(*args)
+    out = torch.compile(fresh_function(fn), backend=eb)(*args)
     seconds = time.perf_counter() - t0
     ex = eb.output()
     reasons = []
@@ -330,7 +330,7 @@ def jit_attempt(fn: Callable, *args: Any, printed_to: io.StringIO | None = None,
     lines ``fn`` printed into ``printed_to`` meanwhile (a print runs while tracing, not per
     call) and its output — or it raises, kept as data: the error's type and first line."""
     jax = require_jax()
-    jitted = jax.jit(fresh_copy(fn))
+    jitted = jax.jit(fresh_function(fn))
     out, error = None, None
     if printed_to is not None:
         printed_to.seek(0)
@@ -361,7 +361,7 @@ def guarded_calls(fn: Callable, calls: Sequence[tuple[str, tuple]], sync: Callab
         compiles.append(len(gm.graph.nodes))
         return gm.forward
 
-    f, out = torch.compile(fresh_copy(fn), backend=backend, dynamic=dynamic), []
+    f, out = torch.compile(fresh_function(fn), backend=backend, dynamic=dynamic), []
     with dynamo_logs() as cap:
         for k, (label, args) in enumerate(calls):
             before, since = len(compiles), len(cap.messages)

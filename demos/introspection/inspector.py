@@ -23,9 +23,9 @@ returns: the panel and ``python -m demos inspect`` run this module in a worker p
 time limit and a memory cap (:mod:`demos.engine.worker`).
 
 The private torch APIs are wrapped here and in :mod:`demos.introspection.dynamo` /
-:mod:`demos.introspection.codegen`, one place each: ``torch._dynamo`` (``ExplainWithBackend``,
-``config``, ``reset``), ``torch._inductor.graph.GraphLowering.save_output_code`` (the generated
-code), ``torch._inductor.config.force_disable_caches`` (a compile with the caches bypassed) and
+:mod:`demos.introspection.hooks`, one place each: ``torch._dynamo`` (``ExplainWithBackend``,
+``config``, ``reset``), Inductor's generated code (``hooks.output_code``),
+``torch._inductor.config.force_disable_caches`` (a compile with the caches bypassed) and
 ``torch._logging`` (the guard and recompile artifacts). The JAX APIs used are public.
 """
 from __future__ import annotations
@@ -47,6 +47,7 @@ from demos.engine.errors import DemoError, one_line
 from demos.engine.protocol import declared_state, fresh_function
 from demos.engine.timing import first_call, measure_interleaved, sync_jax, sync_torch
 from demos.introspection import codegen, dynamo
+from demos.introspection.hooks import output_code
 
 SOURCE_NAME = "<your code>"
 DTYPES = ("float32", "float64", "bfloat16", "float16")
@@ -373,20 +374,10 @@ def _cold_compile(fn: Callable, xs: list, sync) -> tuple[float, Any, list[str]]:
     """torch.compile (Inductor) of a fresh copy, first call timed with every cache bypassed
     (``force_disable_caches``): compile seconds, the compiled callable, the generated code."""
     torch = require_torch()
-    from unittest import mock
-
     from torch._inductor import config as inductor_config
-    from torch._inductor.graph import GraphLowering
-
-    codes: list[str] = []
-
-    def save(code: str, *_a: Any, **_k: Any) -> None:
-        if code not in codes:
-            codes.append(code)
 
     compiled = torch.compile(fresh_function(fn, "inspect"))
-    with mock.patch.object(GraphLowering, "save_output_code", staticmethod(save)), \
-            inductor_config.patch(force_disable_caches=True):
+    with output_code() as codes, inductor_config.patch(force_disable_caches=True):
         secs, _ = first_call(lambda: compiled(*_clone(xs)), sync)
     return secs, compiled, codes
 

@@ -1,0 +1,73 @@
+"""The two places the deck hooks into Inductor, each written once.
+
+``output_code()``      Inductor's generated source for every graph compiled inside the block: a
+                       patch of ``torch._inductor.graph.GraphLowering.save_output_code``, the method
+                       Inductor calls with each module's code (the same code ``TORCH_LOGS=output_code``
+                       prints).
+``InductorBackend``    a ``torch.compile`` backend that runs Inductor (``compile_fx``) and counts the
+                       graphs Dynamo hands it, times Inductor's share of each compile, and can see
+                       each graph AOTAutograd passes on (forward, backward) with its generated code.
+
+Both are private APIs of torch (2.13 here); this is the one module that names them.
+"""
+from __future__ import annotations
+
+import contextlib
+import time
+from typing import Any, Callable, Iterator
+
+
+@contextlib.contextmanager
+def output_code(unique: bool = True) -> Iterator[list[str]]:
+    """Collect Inductor's generated code for each graph compiled in the block (once each when
+    ``unique``). A compile served from the FX-graph cache still saves its code."""
+    from unittest import mock
+
+    from torch._inductor.graph import GraphLowering
+
+    codes: list[str] = []
+
+    def save(code: str, *_a: Any, **_k: Any) -> None:
+        if not unique or code not in codes:
+            codes.append(code)
+
+    with mock.patch.object(GraphLowering, "save_output_code", staticmethod(save)):
+        yield codes
+
+
+class InductorBackend:
+    """``torch.compile(fn, backend=InductorBackend())``: Inductor, counted and timed.
+
+    ``compiles`` is the number of graphs Dynamo asked it to compile (a recompile is one more);
+    ``seconds`` the time spent inside Inductor (AOTAutograd included); ``on_graph(gm,
+    example_inputs)`` is called before each compile; ``on_inner(graph, is_backward, code)`` with
+    each graph AOTAutograd compiles (the forward, then the backward) and its generated code (None
+    when none was saved)."""
+
+    def __init__(self, on_graph: Callable[[Any, list], None] | None = None,
+                 on_inner: Callable[[Any, bool, str | None], None] | None = None):
+        self.on_graph = on_graph
+        self.on_inner = on_inner
+        self.compiles = 0
+        self.seconds = 0.0
+
+    def __call__(self, gm, example_inputs):
+        from torch._inductor.compile_fx import compile_fx, compile_fx_inner
+
+        self.compiles += 1
+        if self.on_graph is not None:
+            self.on_graph(gm, example_inputs)
+        kwargs: dict[str, Any] = {}
+        if self.on_inner is not None:
+            def inner(g, ex, **kw):
+                with output_code(unique=False) as codes:
+                    out = compile_fx_inner(g, ex, **kw)
+                self.on_inner(g, bool(kw.get("is_backward")), codes[-1] if codes else None)
+                return out
+
+            kwargs["inner_compile"] = inner
+        t0 = time.perf_counter()
+        try:
+            return compile_fx(gm, example_inputs, **kwargs)
+        finally:
+            self.seconds += time.perf_counter() - t0
