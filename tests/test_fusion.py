@@ -10,8 +10,10 @@ import pytest
 
 import demos  # noqa: F401
 from demos.deck.demo import registered
+from demos.engine import plots
+from demos.engine.measurement import Run
 from demos.introspection import codegen
-from demos.topics import fusion
+from demos.topics import fusion, part_of
 from demos.engine.errors import DemoError
 from demos.engine.results import Record
 from demos.engine.workloads import WORKLOADS
@@ -37,14 +39,14 @@ def test_panel_sizes_fit_the_device():
     assert fusion.panel_n("cpu") == 2**19 and fusion.N_HI == {"cpu": 23, "gpu": 26}
     assert fusion.default_n("cpu") == WORKLOADS["complex_activation"].defaults("cpu")["N"]
     assert fusion.panel_n("gpu") == fusion.default_n("gpu")  # the seed's 20M
-    assert fusion._pow2_label(2**19) == "2^19" and fusion._pow2_label(3000) == "3,000"
+    assert plots.pow2_label(2**19) == "2^19" and plots.pow2_label(3000) == "3,000"  # the sizes in its stamps
     # the panels open at those sizes (a power-of-two slider: 20M opens at 2^24 on a GPU)
     assert fusion.latency.defaults("cpu")["N"] == 2**19 and fusion.latency.defaults("gpu")["N"] == 2**24
     assert fusion.dead_code.defaults("cpu")["B"] == WORKLOADS["mlp_dead_code"].defaults("cpu")["B"]
 
 
 def test_every_live_cell_is_declared():
-    assert fusion.PART == 2
+    assert part_of("fusion") == 2
     assert [d.name for d in registered() if d.topic == "fusion"] == list(DEMOS)
     for name in DEMOS:
         assert getattr(fusion, name).key == f"fusion.{name}"
@@ -55,7 +57,7 @@ def test_every_live_cell_is_declared():
 # =======================================================================================
 @cpu_only
 def test_claim_fusion_eager_six_ops_compiled_one_fused_cpp_kernel():
-    d = fusion.measure_kernels("complex_activation")
+    d = fusion.measure_kernels(Run(), "complex_activation")
     f = d["forms"]
     assert all(fusion.kernels.check_claims(d).values()), fusion.kernels.check_claims(d)  # 6 → 1, 1 fusion
     assert f["torch_eager"]["names"][:2] == ["sin", "cos"]
@@ -68,9 +70,9 @@ def test_claim_fusion_eager_six_ops_compiled_one_fused_cpp_kernel():
 
 @cpu_only
 def test_claim_other_workloads_keep_matmuls_as_library_calls_and_fuse_the_rest():
-    dead = fusion.measure_kernels("mlp_dead_code")["forms"]["torch_compile"]
+    dead = fusion.measure_kernels(Run(), "mlp_dead_code")["forms"]["torch_compile"]
     assert dead["extern"] == ["mm", "mm"] and dead["kernels"] == 1
-    block = fusion.measure_kernels("mlp_block")
+    block = fusion.measure_kernels(Run(), "mlp_block")
     comp = block["forms"]["torch_compile"]
     assert sum(1 for e in comp["extern"] if e in codegen.MATMUL_EXTERNS) == 2
     assert comp["kernels"] < block["forms"]["torch_eager"]["count"] - 2  # the elementwise rest is fused
@@ -78,7 +80,7 @@ def test_claim_other_workloads_keep_matmuls_as_library_calls_and_fuse_the_rest()
 
 @cpu_only
 def test_claim_timeline_eager_six_kernels_compiled_one():
-    d = fusion.measure_timeline(N_SMALL)
+    d = fusion.measure_timeline(Run(), N_SMALL)
     eager, comp = d["runs"]
     assert all(fusion.timeline.check_claims(d).values()), [r["counts"] for r in d["runs"]]
     assert comp["kernel_names"][0].startswith("cpp_fused")
@@ -86,10 +88,11 @@ def test_claim_timeline_eager_six_kernels_compiled_one():
 
 
 def _medians(N, tries=3):
-    """Interleaved medians of eager vs compiled (a noisy shared CPU: best of a few tries)."""
-    out = []
+    """Interleaved medians of eager vs compiled (a noisy shared CPU: best of a few tries; one Run,
+    so only the first try times the first calls apart)."""
+    out, run = [], Run()
     for _ in range(tries):
-        d = fusion.measure_latency(N, backends=("torch_eager", "torch_compile", "jax_jit"), budget_s=0.3)
+        d = fusion.measure_latency(run, N, backends=("torch_eager", "torch_compile", "jax_jit"), budget_s=0.3)
         out.append(d)
         if d["forms"]["torch_compile"]["median_s"] < d["forms"]["torch_eager"]["median_s"]:
             break
@@ -111,7 +114,7 @@ def test_claim_compiled_is_faster_than_eager_at_the_default_large_size():
 
 @cpu_only
 def test_claim_compiled_allocates_fewer_buffers_and_less_memory():
-    d = fusion.measure_memory(N_SMALL * 4)
+    d = fusion.measure_memory(Run(), N_SMALL * 4)
     f = d["forms"]
     nbytes = N_SMALL * 4 * 4
     eager = f["torch_eager"]
@@ -127,7 +130,7 @@ def test_claim_compiled_allocates_fewer_buffers_and_less_memory():
 
 @cpu_only
 def test_claim_relayout_xla_on_cpu_moves_the_heads_in_front():
-    d = fusion.measure_relayout(B=32, H=4, D=256, K=64)
+    d = fusion.measure_relayout(Run(), B=32, H=4, D=256, K=64)
     w, p = d["forms"]["as_written"], d["forms"]["pretransposed"]
     assert d["relayout_inserted"] and w["transposes"] >= 1 and p["transposes"] == 0
     assert any(" transpose(" in s for s in w["excerpt"])
@@ -137,7 +140,7 @@ def test_claim_relayout_xla_on_cpu_moves_the_heads_in_front():
 
 @cpu_only
 def test_claim_dead_matmul_is_gone_in_both_compilers():
-    d = fusion.measure_dead_code(B=32)
+    d = fusion.measure_dead_code(Run(), B=32)
     assert all(fusion.dead_code.check_claims(d).values()), (d["matmuls"], d["flops_ratio"])  # 3 → 2, 2/3 the FLOPs
     assert set(d["times"]) == set(demos.BACKENDS)
     json.dumps(d)
@@ -204,16 +207,16 @@ def test_live_figures_show_the_reference_beside(cpu_record, monkeypatch):
     k = fusion.figure_kernels(fusion.kernels.run(), refs["kernels"])
     assert any("recorded: Test GPU" in (ln.get_label() or "") for ln in k.axes[0].get_lines())
     assert k.axes[0].get_title().startswith("complex_activation: 6 → 1 (torch)")
-    m = fusion.figure_memory(fusion.measure_memory(N_SMALL), refs["memory"])
+    m = fusion.figure_memory(fusion.measure_memory(Run(), N_SMALL), refs["memory"])
     assert any("scaled to this N" in (ln.get_label() or "") for ln in m.axes[0].get_lines())
-    t = fusion.figure_timeline(fusion.measure_timeline(N_SMALL), refs["timeline"])
+    t = fusion.figure_timeline(fusion.measure_timeline(Run(), N_SMALL), refs["timeline"])
     assert "recorded on Test GPU" in t.axes[0].get_title() or any("recorded on Test GPU" in x for x in _texts(t))
-    lat = fusion.figure_latency(fusion.measure_latency(N_SMALL), refs["latency"])
+    lat = fusion.figure_latency(fusion.measure_latency(Run(), N_SMALL), refs["latency"])
     assert any(x.get_text().startswith("recorded: Test GPU") for x in lat.axes[0].get_xticklabels())
-    d = fusion.figure_dead_code(fusion.measure_dead_code(B=32), refs["dead_code"])
+    d = fusion.figure_dead_code(fusion.measure_dead_code(Run(), B=32), refs["dead_code"])
     assert any(x.startswith("rec.") for x in _texts(d))
     assert [x for x in _texts(d) if x in ("3", "2")] == ["3", "2", "3", "2"]  # written vs executed
-    r = fusion.figure_relayout(fusion.measure_relayout(B=32, H=4, D=256, K=64), refs["relayout"])
+    r = fusion.figure_relayout(fusion.measure_relayout(Run(), B=32, H=4, D=256, K=64), refs["relayout"])
     assert any("recorded on Test GPU: relayout" in x for x in _texts(r))
     for fig in (k, m, t, lat, d, r):
         assert any("Beside it, recorded on: NVIDIA Test GPU" in x for x in _texts(fig))
@@ -245,8 +248,7 @@ def test_missing_jax_is_one_line_for_the_jax_only_panel(monkeypatch):
         raise DemoError("JAX is not installed here (pip install 'jax[cpu]==0.10.2'); torch demos still run")
 
     monkeypatch.setattr(fusion, "require_jax", no_jax)
-    monkeypatch.setattr(fusion.relayout, "_memo", None)
-    p = fusion.relayout(show=False)
+    p = fusion.relayout(show=False)  # the cell forgets the last measurement: this one measures
     p.compute()
     assert p.last_error and p.last_error.startswith("JAX is not installed") and "\n" not in p.last_error
     fusion.relayout.warm_up()  # `make warm` without JAX: nothing to warm, no failure
@@ -255,15 +257,14 @@ def test_missing_jax_is_one_line_for_the_jax_only_panel(monkeypatch):
 def test_rerunning_gives_the_same_counts():
     """Measured again from the declared state (what Run and a re-executed cell do), not read back
     from the cache of generated code: the second measurement compiles and profiles anew."""
-    from demos.engine import protocol
     from demos.introspection import codegen
 
-    a = fusion.measure_kernels("complex_activation")["forms"]
+    a = fusion.measure_kernels(Run(), "complex_activation")["forms"]
     before = dict(codegen._CACHE)
     assert before
-    protocol.forget_all()
+    fusion.kernels.forget()
     assert not codegen._CACHE
-    b = fusion.measure_kernels("complex_activation")["forms"]
+    b = fusion.measure_kernels(Run(), "complex_activation")["forms"]
     assert codegen._CACHE and all(codegen._CACHE[k] is not v for k, v in before.items() if k in codegen._CACHE)
     assert {k: v["count"] for k, v in a.items()} == {k: v["count"] for k, v in b.items()}
     assert a["torch_eager"]["count"] == 6 and a["torch_compile"]["count"] == 1
@@ -274,25 +275,25 @@ def test_rerunning_gives_the_same_counts():
 # =======================================================================================
 @pytest.mark.gpu
 def test_gpu_eager_six_kernels_compiled_one_triton_kernel():
-    d = fusion.measure_timeline()
+    d = fusion.measure_timeline(Run())
     eager, comp = d["runs"]
     assert eager["device_lane"] == "cuda" and eager["counts"]["kernels"] >= 6
     assert comp["counts"]["kernels"] == 1 and comp["kernel_names"][0].startswith("triton")
-    k = fusion.measure_kernels("complex_activation")["forms"]
+    k = fusion.measure_kernels(Run(), "complex_activation")["forms"]
     assert k["torch_eager"]["count"] >= 6 and k["torch_compile"]["count"] == 1
 
 
 @pytest.mark.gpu
 def test_gpu_compiled_faster_and_leaner():
-    d = fusion.measure_latency(budget_s=0.3)
+    d = fusion.measure_latency(Run(), budget_s=0.3)
     assert all(fusion.latency_claims(d).values()), fusion.latency_claims(d)  # the declared GPU speedup
-    m = fusion.measure_memory()
+    m = fusion.measure_memory(Run())
     assert all(fusion.memory_claims(m).values()), fusion.memory_claims(m)  # the declared share of eager's peak
 
 
 @pytest.mark.gpu
 def test_gpu_dead_code_two_gemm_kernels():
-    d = fusion.measure_dead_code(dtype="bfloat16")
+    d = fusion.measure_dead_code(Run(), dtype="bfloat16")
     assert d["matmuls"]["torch_eager"] == 3 and d["matmuls"]["torch_compile"] == 2
     assert d["matmuls"]["jax_jit"] == 2
 

@@ -7,7 +7,12 @@ import pytest
 import demos  # noqa: F401  (environment before torch/JAX)
 from demos.topics import numerics as nu
 from demos.engine.errors import DemoError
+from demos.engine.measurement import Run
 from demos.engine.workloads import tolerance
+
+# one measurement context for the module: each (workload, dtype) is measured once, as a panel
+# toggling back and forth does
+RUN = Run()
 
 
 def test_diff_stats_by_hand():
@@ -25,13 +30,13 @@ def test_diff_stats_by_hand():
 
 def test_unknown_dtype_is_one_line():
     with pytest.raises(DemoError, match="unknown dtype"):
-        nu.measure_numerics("chain", "int8")
+        nu.measure_numerics(RUN, "chain", "int8")
 
 
 @pytest.mark.parametrize("dtype", nu.DTYPES)
 @pytest.mark.parametrize("workload", nu.WORKLOADS)
 def test_fused_and_eager_agree_within_the_stated_tolerance(workload, dtype):
-    d = nu.measure_numerics(workload, dtype)
+    d = nu.measure_numerics(RUN, workload, dtype)
     assert d["tolerance"] == tolerance(dtype)
     assert d["pairs"], "no compiled/eager pair measured"
     for pair, s in d["pairs"].items():
@@ -43,7 +48,7 @@ def test_fused_and_eager_agree_within_the_stated_tolerance(workload, dtype):
 def test_float32_differences_are_tiny():
     tiny = nu.numerics_claims["float32"]  # the slide's bound, for complex_activation; mlp_block too
     for w in ("complex_activation", "mlp_block"):
-        for pair, s in nu.measure_numerics(w, "float32")["pairs"].items():
+        for pair, s in nu.measure_numerics(RUN, w, "float32")["pairs"].items():
             assert tiny.holds(s["max_abs"], "cpu"), (w, pair, s)
 
 
@@ -51,7 +56,7 @@ def test_bf16_difference_is_visible_and_compiled_is_closer_to_float64():
     """The slide's example: complex_activation in bf16. Eager rounds each of 5 intermediates to
     bf16; the fused kernel computes in float32 and rounds once — so outputs visibly differ and the
     compiled one is nearer the float64 answer."""
-    d = nu.measure_numerics("complex_activation", "bfloat16")
+    d = nu.measure_numerics(RUN, "complex_activation", "bfloat16")
     s = d["pairs"]["torch_compile|torch_eager"]
     assert s["max_abs"] >= 2 ** -6  # at least one bf16 step at |x|~1
     assert s["differ_frac"] > 0.01
@@ -64,7 +69,7 @@ def test_bf16_difference_is_visible_and_compiled_is_closer_to_float64():
 def test_claims_fail_when_compiled_strays_beyond_the_tolerance():
     import copy
 
-    d = copy.deepcopy(nu.measure_numerics("complex_activation", "bfloat16"))
+    d = copy.deepcopy(nu.measure_numerics(RUN, "complex_activation", "bfloat16"))
     d["pairs"]["torch_compile|torch_eager"]["tol_used"] = 1.5
     d["vs_float64"]["torch_compile"]["max_abs"] = 1.0
     assert sum(nu.numerics_claims(d).values()) == 1  # only "visibly differ" still holds
@@ -80,7 +85,6 @@ def test_numerics_panel_bad_input_one_line(monkeypatch):
         raise DemoError("out of memory at N=268,435,456 (float32): needs ~30 GiB — pick a smaller size")
 
     monkeypatch.setattr(nu, "prepare", oom)
-    nu._CACHE.clear()
     p.controls["workload"].value = "two_matmuls"
     assert p.last_error and "\n" not in p.last_error and "out of memory" in p.last_error
     monkeypatch.undo()
@@ -88,8 +92,20 @@ def test_numerics_panel_bad_input_one_line(monkeypatch):
     assert p.last_error is None and p.renders == n + 1
 
 
+def test_a_run_keeps_what_it_measured_and_a_fresh_run_measures_again(monkeypatch):
+    d = nu.measure_numerics(RUN, "chain", "float32")
+
+    def gone(*a, **k):
+        raise DemoError("measured again")
+
+    monkeypatch.setattr(nu, "prepare", gone)
+    assert nu.measure_numerics(RUN, "chain", "float32") == d  # the same Run: its cache answers
+    with pytest.raises(DemoError, match="measured again"):
+        nu.measure_numerics(Run(), "chain", "float32")  # a fresh Run starts from nothing
+
+
 def test_figure_draws_a_reference_beside_and_the_numbers_on_its_bars():
-    d = nu.measure_numerics("complex_activation", "float32")
+    d = nu.measure_numerics(RUN, "complex_activation", "float32")
     ref = dict(d, recorded=True, stamp="NVIDIA H200 · 2026-11-01", machine_short="H200")
     fig = nu.figure_numerics(d, ref)  # one figure, no table under it: the slide stays within 720 px
     assert len(fig.axes) == 2
@@ -110,10 +126,10 @@ def test_the_demo_measures_what_its_controls_say():
 def test_gpu_fused_and_eager_agree_within_tolerance():
     for w in nu.WORKLOADS:
         for dt in nu.DTYPES:
-            d = nu.measure_numerics(w, dt, use_cache=False)
+            d = nu.measure_numerics(Run(), w, dt)
             for pair, s in d["pairs"].items():
                 assert s["tol_used"] <= 1.0, (w, dt, pair, s)
-    d = nu.measure_numerics("complex_activation", "bfloat16", use_cache=False)
+    d = nu.measure_numerics(Run(), "complex_activation", "bfloat16")
     err = {b: v["max_abs"] for b, v in d["vs_float64"].items()}
     assert d["pairs"]["torch_compile|torch_eager"]["max_abs"] > 0
     assert err["torch_compile"] <= err["torch_eager"], err

@@ -38,6 +38,9 @@ Two functions, shared by every part that shows a timeline:
     time axis (µs), each pair titled with its op and kernel counts. Draws live or recorded
     runs alike.
 
+``peak_memory(fn, sync, device) -> dict`` (part 2's buffer-reuse slide) is the memory view of
+one call: its peak bytes above what existed before, and each allocation the profiler saw.
+
 The data shape (``SCHEMA``) is documented in :mod:`demos.introspection.trace`.
 """
 from __future__ import annotations
@@ -229,6 +232,41 @@ def quiet_native_stderr():
         os.dup2(saved, 2)
         os.close(saved)
         os.close(devnull)
+
+
+def peak_memory(fn: Callable[[], Any], sync, device: str) -> dict[str, Any]:
+    """Peak bytes allocated during one call of ``fn`` above what existed before (``peak_bytes``), and
+    the allocations (``buffers``: op, bytes) in the order the profiler saw them."""
+    from demos.engine.devices import require_torch
+
+    torch = require_torch()
+    if device.startswith("cuda"):
+        torch.cuda.synchronize()
+        base = torch.cuda.memory_allocated()
+        torch.cuda.reset_peak_memory_stats()
+        out = fn()
+        sync(out)
+        peak = torch.cuda.max_memory_allocated() - base
+        del out
+        how = "torch.cuda.max_memory_allocated"  # the allocator gives the peak; names: the profiler
+    else:
+        peak, how = None, "profiler memory events"
+    from torch.profiler import ProfilerActivity, profile
+
+    with quiet_native_stderr(), profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+        out = fn()
+        sync(out)
+        del out
+    allocs, cur, top = [], 0, 0
+    for e in sorted(prof.events(), key=lambda e: e.time_range.start):
+        d = getattr(e, "self_device_memory_usage" if device.startswith("cuda") else "self_cpu_memory_usage", 0)
+        if not d:
+            continue
+        cur += d
+        top = max(top, cur)
+        if d > 0:
+            allocs.append({"op": e.name.replace("aten::", ""), "bytes": int(d)})
+    return {"peak_bytes": int(top if peak is None else peak), "buffers": allocs, "how": how}
 
 
 # ---------------------------------------------------------------------------------------

@@ -1,0 +1,263 @@
+"""Part 2's figures (:mod:`demos.topics.fusion` holds the lesson): one ``figure_*`` per demo,
+drawing a measurement beside a recorded one (``reference``) from the data alone."""
+from __future__ import annotations
+
+from typing import Any
+
+from demos import BACKENDS
+from demos.engine import plots
+from demos.engine.timing import fmt_seconds
+from demos.engine.workloads import ITEMSIZE
+from demos.introspection import profiling
+
+# seed chapter 'Optimizations' (000): 731 µs → 144 µs at N = 20M on the author's GPU, 6 kernels → 1
+SEED = {"N": 20_000_000, "eager_s": 731e-6, "compiled_s": 144e-6}
+MONO = {"family": "monospace", "fontsize": 11.5}
+
+
+def _where(d: dict) -> str:
+    """'this machine' for a live run, the recording machine's short name for a recorded one."""
+    return f"recorded: {d.get('machine_short', '?')}" if d.get("recorded") else "this machine"
+
+
+def _text_block(ax, lines: list[str], title: str = "", colors: list[str] | None = None, y0: float = 0.97,
+                step: float = 0.075) -> float:
+    ax.axis("off")
+    y = y0
+    if title:
+        ax.text(0.0, y, title, fontsize=14, fontweight="bold", va="top", transform=ax.transAxes)
+        y -= step * 1.2
+    for i, line in enumerate(lines):
+        col = (colors[i] if colors and i < len(colors) else "#222222")
+        ax.text(0.0, y, line, va="top", color=col, transform=ax.transAxes, **MONO)
+        y -= step
+    return y
+
+
+def _form_bars(ax, names: list[str], heights: list[float], texts: list[str], ylabel: str,
+               ref: list[float | None] | None = None, ref_label: str = "", **text_kw) -> None:
+    """One bar per form in its colour with a label on top; a recorded run as dashed marks."""
+    ax.bar(range(len(names)), heights, color=[plots.color(b) for b in names], width=0.62)
+    for i, (h, s) in enumerate(zip(heights, texts)):
+        ax.text(i, h, s, ha="center", va="bottom", **text_kw)
+    if ref is not None:
+        for i, r in enumerate(ref):
+            if r is not None:
+                ax.plot([i - 0.31, i + 0.31], [r, r], color=plots.PALETTE["floor"], lw=2.5, ls="--")
+        ax.plot([], [], color=plots.PALETTE["floor"], lw=2.5, ls="--", label=ref_label)
+        ax.legend(loc="upper right", fontsize=11.5)
+    ax.set_xticks(range(len(names)))
+    ax.set_xticklabels([plots.label(b) for b in names], rotation=12)
+    ax.set_ylabel(ylabel)
+    ax.grid(axis="x", visible=False)
+
+
+def _spread(ax, x: float, r: dict, scale: float = 1e3, **kw) -> float:
+    """Error bar p10–p90 around the median of a timing dict; returns the median (scaled)."""
+    med = r["median_s"] * scale
+    ax.errorbar(x, med, yerr=[[med - r["p10_s"] * scale], [r["p90_s"] * scale - med]], color="#222222",
+                capsize=3, **kw)
+    return med
+
+
+# 1a. Kernel / op counts of the four forms
+def figure_kernels(data: dict[str, Any], reference: dict | None = None):
+    fig, (ax, txt) = plots.figure(1, 2, width_ratios=[1.0, 1.25])
+    forms = data["forms"]
+    counts = [forms.get(b, {}).get("count") for b in BACKENDS]
+    ref = None if reference is None else [reference["forms"].get(b, {}).get("count") for b in BACKENDS]
+    _form_bars(ax, list(BACKENDS), [c or 0 for c in counts], ["n/a" if c is None else str(c) for c in counts],
+               "separate kernels / ops per call", ref, f"recorded: {(reference or {}).get('machine_short')}",
+               fontsize=16.5, fontweight="bold")
+    ax.set_ylim(0, max([c or 0 for c in counts] + [1]) * 1.3 + 0.5)
+    c = counts  # in BACKENDS order: torch eager, torch.compile, JAX op-by-op, jax.jit
+    ax.set_title(f"{data['workload']}: {c[0]} → {c[1]} (torch), {c[2]} → {c[3]} (JAX)", fontsize=15)
+    y = _text_block(txt, data.get("wrapper") or ["(no wrapper lines)"],
+                    "Inductor's call(): what runs", [plots.color("torch_compile")] * 6)
+    if data.get("hlo"):
+        _text_block(txt, data["hlo"], "XLA's optimized HLO (entry)", [plots.color("jax_jit")] * 6, y0=y - 0.04)
+    hows = " · ".join(forms[b]["how"].split(" (")[0] for b in BACKENDS if b in forms)
+    txt.text(0.0, -0.16, "counted from (left to right):\n" + hows, fontsize=11, color="#555555", va="bottom",
+             transform=txt.transAxes)
+    plots.stamp_figure(fig, data, reference)
+    return fig
+
+
+# 1b. Two-lane timeline (profiling.py draws it)
+def figure_timeline(data: dict[str, Any], reference: dict | None = None):
+    runs = data["runs"]
+    k = [r["counts"]["kernels"] for r in runs]
+    spans = [r.get("span_us") or 0.0 for r in runs]
+    title = (f"eager {k[0]} kernels, {fmt_seconds(spans[0] * 1e-6)}  →  compiled {k[1]} kernel"
+             f"{'s' * (k[1] != 1)}, {fmt_seconds(spans[1] * 1e-6)}")
+    if reference is not None and reference.get("runs"):
+        rr = reference["runs"]
+        title += (f"\nrecorded on {reference.get('machine_short', '?')}, N={reference['N']:,}: "
+                  f"{rr[0]['counts']['kernels']} → {rr[1]['counts']['kernels']}, "
+                  f"{fmt_seconds((rr[0]['span_us'] or 0) * 1e-6)} → {fmt_seconds((rr[1]['span_us'] or 0) * 1e-6)}")
+    fig = profiling.timeline_figure(runs, ["eager", "torch.compile"], title=title)
+    plots.text_floor(fig)  # the shared timeline's 10 pt lane names and notes
+    plots.stamp_figure(fig, data, reference)
+    return fig
+
+
+# 1c. Latency, speedup and bandwidth of the four forms
+def figure_latency(data: dict[str, Any], reference: dict | None = None):
+    from matplotlib.ticker import NullFormatter
+
+    fig, (ax, bw) = plots.figure(1, 2, width_ratios=[1.6, 1.0])
+    groups = [(f"{_where(data)}\nN={plots.pow2_label(data['N'])}, {data['dtype']}", data["forms"], None)]
+    if reference is not None:
+        groups.append((f"{_where(reference)[:32]}\nN={reference['N']:,}, {reference['dtype']}",
+                       reference["forms"], "//"))
+    seed = {"torch_eager": {"median_s": SEED["eager_s"]}, "torch_compile": {"median_s": SEED["compiled_s"]}}
+    groups.append(("seed's GPU\n(reported), N=20M", seed, ".."))
+    width = 0.2
+    for gi, (_name, forms, hatch) in enumerate(groups):
+        for bi, b in enumerate(BACKENDS):
+            r = forms.get(b)
+            if not r or "median_s" not in r:
+                continue
+            x = gi + (bi - 1.5) * width
+            ax.bar(x, r["median_s"] * 1e3, width * 0.92, color=plots.color(b), hatch=hatch, edgecolor="white",
+                   label=plots.label(b) if gi == 0 else None)
+            if r.get("p10_s") is not None:
+                _spread(ax, x, r, lw=1)
+        for pair, x0 in ((("torch_eager", "torch_compile"), -1.0), (("jax_eager", "jax_jit"), 1.0)):
+            a, c = forms.get(pair[0], {}), forms.get(pair[1], {})
+            if "median_s" in a and "median_s" in c:
+                top = max(a.get("p90_s") or a["median_s"], c.get("p90_s") or c["median_s"]) * 1e3
+                ax.text(gi + x0 * width, top * 1.3, f"{a['median_s'] / c['median_s']:.1f}×", ha="center",
+                        fontsize=14, fontweight="bold", color=plots.color(pair[1]))
+    ax.set_yscale("log")
+    ax.yaxis.set_minor_formatter(NullFormatter())
+    ax.set_xticks(range(len(groups)))
+    ax.set_xticklabels([g[0] for g in groups], fontsize=12)
+    ax.set_ylabel("median latency per call (ms, log)\nbars: p10–p90")
+    lo, hi = ax.get_ylim()
+    ax.set_ylim(lo, hi * 4)
+    ax.grid(axis="x", visible=False)
+    ax.set_title("median latency (colours as on the right) and speedup", fontsize=14)
+    # bandwidth: bytes the form must move ÷ median time
+    forms = data["forms"]
+    names = [b for b in BACKENDS if "gbps" in forms.get(b, {})]
+    bw.barh(range(len(names)), [forms[b]["gbps"] for b in names], color=[plots.color(b) for b in names])
+    for i, b in enumerate(names):
+        bw.text(forms[b]["gbps"], i, f" {forms[b]['gbps']:.1f} GB/s\n moves {forms[b]['bytes'] / 2**20:.0f} MiB",
+                va="center", fontsize=11.5)
+    bw.set_yticks(range(len(names)))
+    bw.set_yticklabels([plots.label(b) for b in names])
+    bw.invert_yaxis()
+    bw.set_xlim(0, max([forms[b]["gbps"] for b in names] + [1e-9]) * 1.8)
+    bw.set_xlabel("achieved bandwidth (GB/s)")
+    bw.set_title("eager moves 15N, fused 3N elements", fontsize=14)
+    bw.grid(axis="y", visible=False)
+    plots.stamp_figure(fig, data, reference)
+    return fig
+
+
+# 2. Buffer reuse: peak memory and the buffers each form allocates
+def figure_memory(data: dict[str, Any], reference: dict | None = None):
+    fig, (ax, txt) = plots.figure(1, 2, width_ratios=[1.0, 1.1])
+    forms = data["forms"]
+    names = [b for b in BACKENDS if b in forms]
+    mib = [forms[b]["peak_bytes"] / 2**20 for b in names]
+    nbuf = data["N"] * ITEMSIZE[data["dtype"]] / 2**20
+    ref = None
+    if reference is not None:  # the recorded peaks as multiples of N, scaled to this N
+        rn = reference["N"] * ITEMSIZE[reference["dtype"]]
+        ref = [reference["forms"][b]["peak_bytes"] / rn * nbuf if b in reference["forms"] else None for b in names]
+    _form_bars(ax, names, mib, [f"{m:.0f} MiB\n= {m / nbuf:.0f} × N" for m in mib],
+               "MiB allocated in one call", ref,
+               f"recorded on {(reference or {}).get('machine_short')} (scaled to this N)", fontsize=12.5)
+    ax.set_ylim(0, max(mib + [1]) * 1.35)
+    ax.set_title("peak memory above the inputs", fontsize=15)
+    eager = forms["torch_eager"]["buffers"]
+    lines = [f"{b['op']:<10} {b['bytes'] / 2**20:6.1f} MiB" for b in eager[:7]]
+    y = _text_block(txt, lines, f"torch eager: {len(eager)} new buffers", [plots.color("torch_eager")] * 8,
+                    step=0.068)
+    comp = forms["torch_compile"]
+    clines = [f"{b}" for b in comp.get("code_buffers", [])][:3] + [f"reuse: {r}" for r in comp.get("reused", [])][:2]
+    y = _text_block(txt, clines, f"torch.compile: {len(comp.get('code_buffers', []))} buffer(s) in its code",
+                    [plots.color("torch_compile")] * 5, y0=y - 0.03, step=0.068)
+    if "jax_jit" in forms:
+        j = forms["jax_jit"]
+        _text_block(txt, [f"temp {j['temp_bytes'] / 2**20:.1f} MiB, output {j['output_bytes'] / 2**20:.1f} MiB"],
+                    "jax.jit memory_analysis()", [plots.color("jax_jit")], y0=y - 0.03, step=0.068)
+    plots.stamp_figure(fig, data, reference)
+    return fig
+
+
+# 3. Relayout: einsum with a batch dimension in the middle
+def figure_relayout(data: dict[str, Any], reference: dict | None = None):
+    fig, (ax, txt) = plots.figure(1, 2, width_ratios=[0.8, 1.6])
+    forms = data["forms"]
+    labels = {"as_written": f"as written\n({data['B']},{data['H']},{data['D']})",
+              "pretransposed": f"pre-transposed\n({data['H']},{data['B']},{data['D']})"}
+    cols = {"as_written": plots.color("jax_jit"), "pretransposed": plots.PALETTE["accent"]}
+    for i, k in enumerate(("as_written", "pretransposed")):
+        r = forms[k]
+        ax.bar(i, r["median_s"] * 1e3, 0.6, color=cols[k])
+        _spread(ax, i, r)
+        ax.text(i, r["p90_s"] * 1e3, f"{fmt_seconds(r['median_s'])}\n{r['transposes']} transpose"
+                f"{'s' * (r['transposes'] != 1)}", ha="center", va="bottom", fontsize=12.5)
+        if reference is not None and k in reference.get("forms", {}):
+            ax.text(i, 0, f"rec.\n{fmt_seconds(reference['forms'][k]['median_s'])}", ha="center",
+                    va="bottom", fontsize=11.5, color="white", fontweight="bold")
+    ax.set_xticks([0, 1])
+    ax.set_xticklabels([labels["as_written"], labels["pretransposed"]], fontsize=11.5)
+    ax.set_ylabel("jax.jit median (ms), p10–p90")
+    ax.set_ylim(0, max(forms[k]["p90_s"] for k in forms) * 1e3 * 1.45)
+    ax.grid(axis="x", visible=False)
+    ax.set_title("einsum bhd,hdk→bhk", fontsize=15)
+    y = 0.97 + 0.04
+    for title, key in (("XLA's plan, as written (transposes in orange)", "as_written"),
+                       ("pre-transposed operand", "pretransposed")):
+        lines = forms[key]["excerpt"]
+        hl = [plots.PALETTE["torch_eager"] if "transpose" in s else "#222222" for s in lines]
+        y = _text_block(txt, lines, title, hl, y0=y - 0.04, step=0.08)
+    verdict = ("XLA moved the heads dimension in front (a relayout)\nbefore the batched dot, and back after it"
+               if data["relayout_inserted"] else
+               f"no relayout on this device:\nXLA ({data['backend']}) used the layout as written")
+    if reference is not None:
+        verdict += f"; recorded on {reference.get('machine_short', '?')}: " + (
+            "relayout" if reference.get("relayout_inserted") else "no relayout")
+    txt.text(0.0, 0.02, verdict, fontsize=12.5, fontweight="bold", transform=txt.transAxes, va="bottom")
+    plots.stamp_figure(fig, data, reference)
+    return fig
+
+
+# 4. Dead-code elimination
+def figure_dead_code(data: dict[str, Any], reference: dict | None = None):
+    fig, (ax, tx) = plots.figure(1, 2)
+    names = [b for b in BACKENDS if b in data["matmuls"]]
+    vals = [data["matmuls"][b] for b in names]
+    ref = None if reference is None else [reference["matmuls"].get(b) for b in names]
+    _form_bars(ax, names, vals, [str(v) for v in vals], "matmuls executed per call", ref,
+               f"recorded: {(reference or {}).get('machine_short')}", fontsize=18, fontweight="bold")
+    ax.set_ylim(0, 4)
+    ax.set_title("x @ gating1 is never used", fontsize=15)
+    t = data["times"]
+    tn = [b for b in BACKENDS if b in t]
+    for i, b in enumerate(tn):
+        tx.bar(i, t[b]["median_s"] * 1e3, 0.62, color=plots.color(b))
+        _spread(tx, i, t[b])
+        if reference is not None and b in reference.get("times", {}):
+            tx.text(i, 0, f"rec.\n{fmt_seconds(reference['times'][b]['median_s'])}", ha="center", va="bottom",
+                    fontsize=11, color="white")
+    for pair, xm in ((("torch_eager", "torch_compile"), 0.5), (("jax_eager", "jax_jit"), 2.5)):
+        if pair[0] in t and pair[1] in t:
+            s = t[pair[0]]["median_s"] / t[pair[1]]["median_s"]
+            top = max(t[pair[0]]["p90_s"], t[pair[1]]["p90_s"]) * 1e3
+            tx.text(xm, top * 1.08, f"{s:.2f}×", ha="center", fontsize=14, fontweight="bold")
+    tx.set_xticks(range(len(tn)))
+    tx.set_xticklabels([plots.label(b) for b in tn], rotation=12)
+    tx.set_ylabel("median latency (ms), p10–p90")
+    tx.set_ylim(0, max([t[b]["p90_s"] for b in tn] + [1e-6]) * 1e3 * 1.3)
+    tx.grid(axis="x", visible=False)
+    title = f"time (compiled needs {data['flops_ratio']:.2f}× the FLOPs)"
+    if reference is not None:
+        title += f"\nrec. = recorded on {reference.get('machine_short', '?')}"
+    tx.set_title(title, fontsize=14)
+    plots.stamp_figure(fig, data, reference)
+    return fig
