@@ -125,6 +125,144 @@ def test_the_authoring_rules_name_only_checks_and_code_that_exist():
     assert "1280×720" in text and (nt.RISE_SETTINGS["width"], nt.RISE_SETTINGS["height"]) == (1280, 720)
 
 
+
+# -- README.md and docs/*.md cite only what exists -------------------------------------------
+
+_GENERATED = ("build", "test-artifacts", ".cache", "node_modules", ".venv")  # made by commands, never committed
+
+
+def _cited_docs() -> list:
+    from pathlib import Path
+
+    root = Path(nbtools.PROJECT_ROOT)
+    return [root / "README.md", *sorted((root / "docs").glob("*.md"))]
+
+
+def _missing_citations(doc) -> tuple[list[str], int]:
+    """What ``doc`` cites that does not exist, and how many citations were checked. Read from
+    backticked spans, fenced code blocks and relative links:
+
+    - test names (`test_x`): a ``def test_x(`` in tests/;
+    - repository paths (`tests/...`, `demos/...`, `assets/...`, `docs/...`, `.ci/run`, ...):
+      exist (a glob matches something); a path under a folder commands write (build/,
+      test-artifacts/, .cache/) names only what the code writes there;
+    - make targets (`make x`, and ``make x`` in code blocks): a rule in the Makefile;
+    - ``python -m demos x|y``: a subcommand of demos/cli.py; ``python -m demos.a.b``: a module;
+    - dotted names (`demos.a.b.name`, `module.name` for a module of demos/, `Class.name` for a
+      class of demos/): the module exists and defines the name;
+    - relative Markdown links: the file exists.
+    """
+    from pathlib import Path
+
+    root = Path(nbtools.PROJECT_ROOT)
+    text = doc.read_text()
+    name = doc.relative_to(root).as_posix() if doc.is_relative_to(root) else doc.name
+    fenced = "\n".join(re.findall(r"^```[^\n]*\n(.*?)^```", text, re.M | re.S))
+    spans = [" ".join(span.split()) for span in  # a span may wrap onto the next line
+             re.findall(r"`([^`]+)`", re.sub(r"^```[^\n]*\n.*?^```", "", text, flags=re.M | re.S))]
+    tops = {p.name for p in root.iterdir() if p.name != ".git"}
+    sources = {p: p.read_text() for p in (root / "demos").rglob("*.py")}
+    code = "\n".join([*sources.values(),  # what the package, the tests (not this file's) and make write
+                      *(p.read_text() for p in (root / "tests").glob("*.py") if p.name != "test_deck.py"),
+                      (root / "Makefile").read_text(), (root / ".ci" / "run").read_text()])
+    tests_src = "\n".join(p.read_text() for p in (root / "tests").glob("test_*.py"))
+    modules = {p.stem: p for p in sources if p.stem != "__init__"}
+    classes = {c: p for p, src in sources.items() for c in re.findall(r"^class (\w+)", src, re.M)}
+    missing, checked = [], 0
+
+    def defines(path, attr: str) -> bool:
+        src = sources.get(path) or path.read_text()
+        return bool(re.search(rf"^\s*(?:def|class)\s+{attr}\b|^\s*{attr}\s*(?::[^=\n]*)?=[^=]", src, re.M))
+
+    for t in set(re.findall(r"`(test_\w+)`", text)):
+        checked += 1
+        if f"def {t}(" not in tests_src:
+            missing.append(f"{name} names {t}, which no test defines")
+
+    for span in spans:
+        token = span.strip()
+        if " " in token or "<" in token or "…" in token or "NN_" in token or token.startswith("/"):
+            continue
+        top = token.split("/")[0]
+        if "/" in token and top in _GENERATED:
+            checked += 1
+            for part in [p for p in token.split("/")[1:] if p]:
+                if part not in code:
+                    missing.append(f"{name} names {token}, but no code writes {part!r}")
+        elif "/" in token and top in tops:
+            checked += 1
+            if not (("*" in token and list(root.glob(token))) or (root / token).exists()):
+                missing.append(f"{name} names {token}, which does not exist")
+        elif m := re.fullmatch(r"demos((?:\.\w+)+?)(?:\.(\w+))?(\(.*\))?", token):
+            checked += 1
+            dotted = ("demos" + m.group(1)).split(".")
+            base = root.joinpath(*dotted)
+            path = base.with_suffix(".py") if base.with_suffix(".py").exists() else base / "__init__.py"
+            if not path.exists():
+                missing.append(f"{name} names {token}, but {'.'.join(dotted)} is no module")
+            elif m.group(2) and not (root.joinpath(*dotted, m.group(2)).with_suffix(".py").exists()
+                                     or (root.joinpath(*dotted, m.group(2)) / "__init__.py").exists()
+                                     or defines(path, m.group(2))):
+                missing.append(f"{name} names {token}, which {'.'.join(dotted)} does not define")
+        elif m := re.fullmatch(r"(\w+)\.(\w+)(\(.*\))?", token):
+            owner, attr = m.group(1), m.group(2)
+            if owner in modules or owner in classes:
+                checked += 1
+                if not defines(modules.get(owner) or classes[owner], attr):
+                    missing.append(f"{name} names {token}, which {owner} does not define")
+
+    makefile = (root / "Makefile").read_text()
+    targets = set(re.findall(r"\bmake ([\w-]+)", fenced))
+    for span in spans:
+        targets |= set(re.findall(r"(?:^|&&|;|\|)\s*make ([\w-]+)", span))
+    for target in targets:
+        checked += 1
+        if not re.search(rf"^{re.escape(target)}:", makefile, re.M):
+            missing.append(f"{name} names make {target}, which the Makefile has no rule for")
+
+    commands = set(re.findall(r'add_parser\("([\w-]+)"', sources[root / "demos" / "cli.py"]))
+    for found in re.findall(r"python -m demos ([\w|-]+)", "\n".join([fenced, *spans])):
+        for cmd in found.split("|"):
+            checked += 1
+            if cmd not in commands:
+                missing.append(f"{name} names python -m demos {cmd}, which demos/cli.py does not have")
+    for module in re.findall(r"python -m (demos\.[\w.]+)", "\n".join([fenced, *spans])):
+        checked += 1
+        if not root.joinpath(*module.split(".")).with_suffix(".py").exists():
+            missing.append(f"{name} names python -m {module}, which is no module")
+
+    for link in re.findall(r"\]\(([^)\s]+)\)", text):
+        if re.match(r"[a-z]+:|#", link):
+            continue
+        checked += 1
+        if not (doc.parent / link.split("#")[0]).exists():
+            missing.append(f"{name} links to {link}, which does not exist")
+    return missing, checked
+
+
+@pytest.mark.parametrize("doc", _cited_docs(), ids=lambda p: p.name)
+def test_the_readme_and_docs_name_only_tests_paths_targets_and_code_that_exist(doc):
+    """README.md and every page in docs/ cite tests, files, make targets, commands and code by
+    name: each one exists, so the documentation cannot drift from the repository."""
+    missing, checked = _missing_citations(doc)
+    assert checked >= 5, f"{doc.name}: only {checked} citations found; does the check still read this page?"
+    assert not missing, "\n".join(missing)
+
+
+def test_the_citation_check_catches_what_does_not_exist(tmp_path):
+    """The check above is not vacuous: a page naming a missing test, file, target, command,
+    generated file, definition or link fails on each."""
+    page = tmp_path / "page.md"
+    page.write_text("`test_no_such_test` `tests/test_no_such_file.py` `make no-such-target`\n"
+                    "`python -m demos no-such-command` `build/walk/no-such-report.md`\n"
+                    "`demos.engine.plots.no_such_name` `plots.no_such_name` [x](no-such-page.md)\n"
+                    "```bash\nmake also-no-such-target\n```\n")
+    missing, _ = _missing_citations(page)
+    for bad in ("test_no_such_test", "tests/test_no_such_file.py", "make no-such-target",
+                "make also-no-such-target", "no-such-command", "no-such-report.md",
+                "demos.engine.plots.no_such_name", "plots.no_such_name", "no-such-page.md"):
+        assert any(bad in m for m in missing), (bad, missing)
+
 def test_ui_bench_times_measuring_and_drawing_apart():
     """A move's seconds split into measuring and drawing + encoding (the targets differ)."""
     from demos.deck.uibench import bench_panel, report
