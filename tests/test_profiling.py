@@ -184,8 +184,8 @@ def test_no_native_profiler_line_reaches_a_slide():
     import subprocess
     import sys
 
-    code = ("import demos\nfrom demos.topics import fusion, eager\n"
-            "fusion.measure_memory()\neager.measure_timeline(2**12)\n")
+    code = ("import demos\nfrom demos.topics import fusion, eager\nfrom demos.engine.measurement import Run\n"
+            "fusion.measure_memory(Run())\neager.measure_timeline(Run(), 2**12)\n")
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600)
     assert run.returncode == 0, run.stderr[-1000:]
     assert "USDT" not in run.stderr and "profiler_start" not in run.stderr, run.stderr[-1000:]
