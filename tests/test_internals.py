@@ -11,15 +11,21 @@ import pytest
 
 import demos  # noqa: F401  (environment before torch/JAX)
 from demos.engine.errors import DemoError
+from demos.engine.measurement import Run
 from demos.engine.results import Record
 from demos.introspection import dynamo
 from demos.topics import internals
+
+# the tests that only read a deterministic measurement (stages, explanations) share one cache, as
+# a panel's measurements do; a test that needs its own measurement passes a fresh Run()
+SHARED = Run()
+
 
 # =======================================================================================
 # Claims the slides make (CPU path)
 # =======================================================================================
 def test_claim_branch_breaks_dynamo_with_the_if_line_and_jax_jit_refuses():
-    d = internals.measure_breaks("branch", fresh=True)
+    d = internals.measure_breaks(Run(), "branch")
     assert all(internals.breaks_claims(d).values()), internals.breaks_claims(d)
     t = d["torch"]
     assert t["breaks"] >= 1 and t["graphs"] >= 2
@@ -35,14 +41,14 @@ def test_claim_branch_breaks_dynamo_with_the_if_line_and_jax_jit_refuses():
 def test_claim_same_counts_as_torch_dynamo_explain():
     import torch
 
-    d = internals.measure_breaks("branch")
+    d = internals.measure_breaks(SHARED, "branch")
     x = internals._inputs_1d(d["N"], "float32")
     ex = torch._dynamo.explain(internals.branch_torch)(x)  # resets Dynamo: fine inside a test
     assert (ex.graph_count, ex.graph_break_count) == (d["torch"]["graphs"], d["torch"]["breaks"])
 
 
 def test_claim_print_breaks_dynamo_and_runs_once_at_trace_time_under_jit():
-    d = internals.measure_breaks("print", fresh=True)
+    d = internals.measure_breaks(Run(), "print")
     assert all(internals.breaks_claims(d).values()), internals.breaks_claims(d)
     assert d["torch"]["breaks"] >= 1 and "print" in d["torch"]["reasons"][0]["plain"]
     assert d["torch"]["reasons"][0]["source"].startswith("print(")
@@ -76,7 +82,7 @@ def test_the_two_inputs_take_different_branches():
 
 
 def test_claim_complex_activation_is_one_fused_kernel_and_one_hlo_fusion():
-    d = internals.measure_pipeline("complex_activation", "small")
+    d = internals.measure_pipeline(SHARED, "complex_activation", "small")
     t, j = d["torch"], d["jax"]
     assert "error" not in t and "error" not in j, (t.get("error"), j.get("error"))
     assert all(internals.pipeline_claims(d).values()), internals.pipeline_claims(d)
@@ -94,7 +100,7 @@ def test_claim_complex_activation_is_one_fused_kernel_and_one_hlo_fusion():
 
 
 def test_claim_matmul_workload_keeps_library_calls_and_fuses_the_rest():
-    d = internals.measure_pipeline("mlp_block", "small")
+    d = internals.measure_pipeline(SHARED, "mlp_block", "small")
     assert all(internals.pipeline_claims(d).values()), internals.pipeline_claims(d)
     c = d["torch"]["counts"]
     assert c["library calls"] == 2 and 1 <= c["kernels"] <= 4, c
@@ -109,7 +115,7 @@ def test_claim_matmul_workload_keeps_library_calls_and_fuses_the_rest():
     ("non-contiguous (stride 2)", "stride mismatch"),
 ])
 def test_claim_a_changed_input_recompiles_and_names_its_guard(change, words):
-    d = internals.measure_guards(change)
+    d = internals.measure_guards(Run(), change)
     assert internals.CHANGE_WORDS[change] == words
     assert all(internals.guards_claims(d).values()), internals.guards_claims(d)
     assert d["recompiled"] and d["compiles"] == 2
@@ -118,7 +124,7 @@ def test_claim_a_changed_input_recompiles_and_names_its_guard(change, words):
 
 
 def test_claim_same_properties_do_not_recompile_and_the_hit_is_cheaper():
-    d = internals.measure_guards(CHANGE_NOTHING := internals.CHANGES[0])
+    d = internals.measure_guards(Run(), CHANGE_NOTHING := internals.CHANGES[0])
     assert CHANGE_NOTHING.startswith("nothing")
     assert not d["recompiled"] and d["compiles"] == 1 and d["failed_guard"] == ""
     assert all(internals.guards_claims(d).values()), internals.guards_claims(d)
@@ -127,7 +133,7 @@ def test_claim_same_properties_do_not_recompile_and_the_hit_is_cheaper():
 
 
 def test_claim_guards_in_plain_words_name_dtype_device_and_shape():
-    d = internals.measure_guards("dtype → float64")
+    d = internals.measure_guards(Run(), "dtype → float64")
     N = d["N"]
     dev = "cpu" if d["device"] == "cpu" else "cuda"
     assert any(g.startswith(f"x: float32 on {dev}") and f"shape [{N}]" in g for g in d["guards_plain"])
@@ -136,7 +142,7 @@ def test_claim_guards_in_plain_words_name_dtype_device_and_shape():
 
 
 def test_capture_cost_rows_are_measured_with_graph_counts():
-    d = internals.measure_capture_cost(2**14, budget_s=0.02)
+    d = internals.measure_capture_cost(Run(), 2**14, budget_s=0.02)
     rows = {r["key"]: r for r in d["rows"]}
     assert set(rows) == {k for k, *_ in internals.COST_ROWS}
     for r in rows.values():
@@ -153,26 +159,26 @@ def test_claims_fail_when_the_measurement_contradicts_the_slide():
     """The claims read the data: a measurement that says otherwise makes them false."""
     import copy
 
-    d = copy.deepcopy(internals.measure_breaks("branch"))
+    d = copy.deepcopy(internals.measure_breaks(SHARED, "branch"))
     d["torch"].update(graphs=1, breaks=0)
     d["jax"].update(ok=True, error_type="")
     assert not any(v for k, v in internals.breaks_claims(d).items() if "matches eager" not in k)
-    g = copy.deepcopy(internals.measure_guards("shape → N/2"))
+    g = copy.deepcopy(internals.measure_guards(Run(), "shape → N/2"))
     g["failed_guard"], g["calls"][1]["compiled"] = "tensor 'x' dtype mismatch", True
     c = internals.guards_claims(g)
     assert not c["shape → N/2: recompiles, and the failed guard says 'size mismatch'"]
     assert not c["call 1 captures; call 2, same kind of inputs, is a cache hit"]
-    p = copy.deepcopy(internals.measure_pipeline("complex_activation", "small"))
+    p = copy.deepcopy(internals.measure_pipeline(SHARED, "complex_activation", "small"))
     p["torch"]["counts"]["kernels"], p["jax"]["counts"]["HLO fusions"] = 2, 3
     assert sum(internals.pipeline_claims(p).values()) == 1  # only "1 graph" still holds
 
 
 def test_rerunning_gives_the_same_answers():
-    a = internals.measure_breaks("branch", fresh=True)
-    b = internals.measure_breaks("branch", fresh=True)
+    a = internals.measure_breaks(Run(), "branch")
+    b = internals.measure_breaks(Run(), "branch")
     assert (a["torch"]["graphs"], a["torch"]["breaks"], a["jax"]["error_type"]) == \
         (b["torch"]["graphs"], b["torch"]["breaks"], b["jax"]["error_type"])
-    g1, g2 = internals.measure_guards("shape → N/2"), internals.measure_guards("shape → N/2")
+    g1, g2 = internals.measure_guards(Run(), "shape → N/2"), internals.measure_guards(Run(), "shape → N/2")
     assert (g1["failed_guard"], g1["compiles"]) == (g2["failed_guard"], g2["compiles"])
 
 
@@ -188,8 +194,8 @@ def test_captures_do_not_reset_other_compiled_functions():
     f = torch.compile(lambda t: torch.sin(t) + 1, backend=backend)
     x = torch.randn(64)
     f(x)
-    internals.measure_breaks("print", fresh=True)
-    internals.measure_guards("dtype → float64")
+    internals.measure_breaks(Run(), "print")
+    internals.measure_guards(Run(), "dtype → float64")
     f(x)
     assert len(calls) == 1  # still cached: nothing called torch._dynamo.reset()
 
@@ -213,10 +219,10 @@ def test_pipeline_stage_buttons_redraw_without_measuring(monkeypatch):
     p.update()
     assert p.last_error is None, p.last_error
 
-    def boom(**_kw):
+    def boom(*_a, **_kw):
         raise AssertionError("a stage button measured again")
 
-    monkeypatch.setattr(internals.pipeline, "measure", boom)
+    monkeypatch.setattr("demos.deck.demo.Run", boom)  # a measurement starts by making its Run
     for name, value in (("torch_stage", "FX graph"), ("jax_stage", "jaxpr"), ("torch_stage", "guards"),
                         ("jax_stage", "StableHLO")):
         before, png = p.renders, p.last_png
@@ -229,7 +235,7 @@ def test_pipeline_stage_buttons_redraw_without_measuring(monkeypatch):
 
 
 def test_pipeline_draws_the_chosen_stages():
-    data = dict(internals.measure_pipeline("complex_activation", "small"))
+    data = dict(internals.measure_pipeline(SHARED, "complex_activation", "small"))
     data["values"] = {"torch_stage": "guards", "jax_stage": "jaxpr"}
     texts = _texts(internals.figure_pipeline(data, None))
     assert "torch.compile · guards" in texts and "jax.jit · jaxpr" in texts
@@ -241,10 +247,9 @@ def test_pipeline_draws_the_chosen_stages():
 def test_a_failing_side_is_one_line_and_the_other_side_still_draws(monkeypatch):
     from demos.introspection import codegen
 
-    monkeypatch.setattr(internals, "_PIPE_CACHE", {})
     monkeypatch.setattr(codegen, "workload_xla_code", lambda *a, **k: (_ for _ in ()).throw(
         RuntimeError("XlaRuntimeError: INTERNAL: no compiler for this platform\nlong trace")))
-    d = internals.measure_pipeline("complex_activation", "small")
+    d = internals.measure_pipeline(Run(), "complex_activation", "small")
     assert "stages" in d["torch"] and "\n" not in d["jax"]["error"] and "no compiler" in d["jax"]["error"]
     assert any(t.startswith("⚠") and "no compiler" in t for t in _texts(internals.figure_pipeline(d, None)))
 
@@ -254,11 +259,10 @@ def test_without_jax_the_torch_side_still_draws_and_jax_says_so_in_one_line(monk
         raise DemoError("JAX is not installed here (pip install 'jax[cpu]==0.10.2'); torch demos still run")
 
     monkeypatch.setattr(internals, "require_jax", no_jax)
-    monkeypatch.setattr(internals, "_BREAK_CACHE", {})
     for k in ("jax", "jnp"):
         if k in internals.__dict__:
             monkeypatch.delitem(internals.__dict__, k)
-    d = internals.measure_breaks("cond")
+    d = internals.measure_breaks(Run(), "cond")
     assert d["torch"]["graphs"] == 1 and d["torch_matches"]
     assert d["jax"]["error_type"] == "missing" and d["jax"]["error"].startswith("JAX is not installed")
     assert "graphs: 1 · graph breaks: 0" in _texts(internals.figure_breaks(d, None))
@@ -266,16 +270,16 @@ def test_without_jax_the_torch_side_still_draws_and_jax_says_so_in_one_line(monk
 
 def test_out_of_range_size_is_refused_in_one_line():
     with pytest.raises(DemoError, match="outside"):
-        internals.measure_capture_cost(2**40)
+        internals.measure_capture_cost(Run(), 2**40)
     with pytest.raises(DemoError, match="unknown change"):
-        internals.measure_guards("device → moon")
+        internals.measure_guards(Run(), "device → moon")
     with pytest.raises(DemoError, match="unknown function 'branchy'"):
-        internals.measure_breaks("branchy")
+        internals.measure_breaks(Run(), "branchy")
 
 
 def _recorded_values(demo) -> dict:
     """The values `make record --quick` measures (its reference matches them)."""
-    return {**demo.defaults(), **demo.record, **demo.record_quick}
+    return {**demo.defaults(), **demo.recorded_values(quick=True)}
 
 
 @pytest.fixture(scope="module")
@@ -315,7 +319,7 @@ def test_live_figures_show_the_reference_beside(cpu_record):
 # =======================================================================================
 @pytest.mark.gpu
 def test_gpu_complex_activation_is_one_triton_kernel_and_one_fusion():
-    d = internals.measure_pipeline("complex_activation")
+    d = internals.measure_pipeline(Run(), "complex_activation")
     t = d["torch"]
     assert t["kernel_lang"] == "Triton" and t["counts"]["kernels"] == 1, t.get("kernels")
     assert t["kernels"][0].startswith("triton_")
@@ -326,7 +330,7 @@ def test_gpu_complex_activation_is_one_triton_kernel_and_one_fusion():
 
 @pytest.mark.gpu
 def test_gpu_guards_name_the_cuda_device_and_dtype_change_recompiles():
-    d = internals.measure_guards("dtype → float64")
+    d = internals.measure_guards(Run(), "dtype → float64")
     assert any(g.startswith("x: float32 on cuda") for g in d["guards_plain"]), d["guards_plain"]
     assert d["recompiled"] and "dtype mismatch" in d["failed_guard"]
     assert all(internals.guards_claims(d).values()), internals.guards_claims(d)
@@ -334,7 +338,7 @@ def test_gpu_guards_name_the_cuda_device_and_dtype_change_recompiles():
 
 @pytest.mark.gpu
 def test_gpu_one_graph_where_beats_the_broken_compile():
-    d = internals.measure_capture_cost(budget_s=0.3)
+    d = internals.measure_capture_cost(Run(), budget_s=0.3)
     rows = {r["key"]: r for r in d["rows"]}
     assert rows["compile_branch"]["graphs"] == 2
     assert rows["compile_where"]["median_s"] < rows["compile_branch"]["median_s"], rows

@@ -11,6 +11,7 @@ import demos  # noqa: F401  (environment before torch/JAX)
 from demos.engine import peaks as pk
 from demos.engine.devices import device_name
 from demos.engine.errors import DemoError
+from demos.engine.measurement import Run
 from demos.topics import roofline as rf
 
 
@@ -58,15 +59,18 @@ def test_sizes_map_onto_workloads_and_refuse_nonsense():
 
 
 def test_fresh_compiled_copies_do_not_share_dynamo_caches():
-    """Part 3 compiles its own copy of each workload: compiling it adds a cache entry to the copy's
-    code object and none to the original's (which other parts compile)."""
+    """Part 3 compiles its own copy of each workload, kept in the demo's cache: compiling it adds a
+    cache entry to the copy's code object and none to the original's (which other parts compile)."""
     import torch
     from torch._dynamo.eval_frame import _debug_get_cache_entry_list
 
     f = rf.get_workload("chain").torch_fn
     before = len(_debug_get_cache_entry_list(f.__code__))
-    compiled = rf.compiled_fn("chain")
-    assert compiled is rf.compiled_fn("chain") and compiled is not rf.compiled_fn("chain", "reduce-overhead")
+    run = Run()
+    compiled = pk.compiled_copy(run, "chain")
+    assert compiled is pk.compiled_copy(run, "chain")
+    assert compiled is not pk.compiled_copy(run, "chain", "reduce-overhead")
+    assert compiled is not pk.compiled_copy(Run(), "chain")  # another demo (or after forget()): its own
     compiled(torch.randn(1000))
     copy = compiled._torchdynamo_orig_callable
     assert copy.__code__ is not f.__code__ and copy.__name__ == "chain_torch_part3_default"
@@ -80,11 +84,12 @@ def test_each_measurement_stores_the_peaks_it_was_drawn_against(monkeypatch):
     monkeypatch.setattr(pk, "measure_bandwidth", lambda **kw: calls.append("copy") or {"bytes_per_s": 123e9})
     monkeypatch.setattr(pk, "measure_gemm", lambda dtype, **kw: calls.append(dtype) or {"flops_per_s": 4.56e12})
     monkeypatch.setattr(pk, "device_name", lambda: "Fake Machine")
-    monkeypatch.setattr(rf, "measure_one", lambda *a, **k: {"median_s": 1e-3, "p10_s": 1e-3, "p90_s": 1e-3})
-    data = rf.measure_roofline("chain", budget_s=0.01)
+    monkeypatch.setattr(rf, "measure_forms", lambda run, w, backends, *a, **k: {
+        b: {"median_s": 1e-3, "p10_s": 1e-3, "p90_s": 1e-3} for b in backends})
+    data = rf.measure_roofline(Run(), "chain", budget_s=0.01)
     # the measurement carries the peaks it was drawn against (a recorded run brings its own roofs)
     assert data["peaks"]["bandwidth"]["bytes_per_s"] == 123e9 and data["peaks"]["device_name"] == "Fake Machine"
-    assert rf.measure_predicted(budget_s=0.01)["peaks"]["compute"]["float32"]["flops_per_s"] == 4.56e12
+    assert rf.measure_predicted(Run(), budget_s=0.01)["peaks"]["compute"]["float32"]["flops_per_s"] == 4.56e12
     assert calls == ["copy", "float32"]  # measured once, shared by both demos
     pk.clear_peaks()
 
@@ -97,11 +102,12 @@ def _interleaved(workload: str, params: dict, backends=("torch_eager", "torch_co
     """Median over rounds of each backend's median, the backends interleaved so load drift on a
     shared machine hits them alike."""
     meds: dict[str, list[float]] = {b: [] for b in backends}
+    run = Run()  # one demo's cache: each form compiled once
     for b in backends:  # first calls (compiles) out of the way
-        rf.measure_one(workload, b, params, budget_s=0.01)
+        rf.measure_form(run, workload, b, params, budget_s=0.01)
     for _ in range(rounds):
         for b in backends:
-            meds[b].append(rf.measure_one(workload, b, params, budget_s=budget_s, min_samples=5)["median_s"])
+            meds[b].append(rf.measure_form(run, workload, b, params, budget_s=budget_s, min_samples=5)["median_s"])
     return {b: statistics.median(v) for b, v in meds.items()}
 
 
@@ -124,7 +130,7 @@ def test_compiled_chain_beats_eager_and_by_more_than_two_matmuls_gain():
 
 
 def test_fusion_moves_the_chain_point_right_and_up_on_the_roofline():
-    data = rf.measure_roofline("chain", budget_s=0.05)  # the panel's own path runs
+    data = rf.measure_roofline(Run(), "chain", budget_s=0.05)  # the panel's own path runs
     peaks = pk.peaks(("float32",))
     params = data["params"]
     meds = _interleaved("chain", params, rounds=3)  # the claim, measured robustly
@@ -134,7 +140,7 @@ def test_fusion_moves_the_chain_point_right_and_up_on_the_roofline():
     assert c["achieved"] > e["achieved"], meds  # up
     assert {p["backend"] for p in data["points"]} == set(rf.BACKENDS3)
     # the two matmuls barely move right
-    mm = rf.measure_roofline("two_matmuls", budget_s=0.05)
+    mm = rf.measure_roofline(Run(), "two_matmuls", budget_s=0.05)
     by = {p["backend"]: p for p in mm["points"]}
     assert by["torch_compile"]["intensity"] / by["torch_eager"]["intensity"] < 1.5
     assert all(p["predicted_s"] > 0 and p["ratio"] > 0 for p in mm["points"] if p.get("median_s"))
@@ -143,7 +149,7 @@ def test_fusion_moves_the_chain_point_right_and_up_on_the_roofline():
 def test_reduce_overhead_has_nothing_to_remove_on_a_cpu():
     if rf.torch_device() != "cpu":
         pytest.skip("the CPU form of the claim")
-    data = rf.measure_overheads(sizes=[256, 1024], budget_s=0.1)
+    data = rf.measure_overheads(Run(), sizes=[256, 1024], budget_s=0.1)
     default, ro = rf.overhead_floor(data, "default"), rf.overhead_floor(data, "reduce-overhead")
     # same C++ either way: the floors agree within the slide's band on a noisy shared CPU
     assert rf.overheads_claims["same"].holds(ro / default, "cpu"), (default, ro)
@@ -165,7 +171,7 @@ def test_gpu_two_matmuls_gain_little_and_chain_gains_at_the_slides_sizes():
 @pytest.mark.gpu
 def test_gpu_roofline_matmuls_near_the_compute_roof():
     peaks = pk.peaks(("float32",), refresh=True)
-    data = rf.measure_roofline("two_matmuls", budget_s=0.2)
+    data = rf.measure_roofline(Run(), "two_matmuls", budget_s=0.2)
     eager = next(p for p in data["points"] if p["backend"] == "torch_eager")
     # the predicted slide's GEMM claim: time within its bound of the compute roof's prediction
     assert rf.predicted_claims["gemm"].holds(peaks["compute"]["float32"]["flops_per_s"] / eager["achieved"], "gpu"), eager
@@ -173,7 +179,7 @@ def test_gpu_roofline_matmuls_near_the_compute_roof():
 
 @pytest.mark.gpu
 def test_gpu_reduce_overhead_does_not_lower_a_fused_kernels_floor():
-    data = rf.measure_overheads(sizes=[2**10, 2**12], budget_s=0.2)
+    data = rf.measure_overheads(Run(), sizes=[2**10, 2**12], budget_s=0.2)
     ratio = rf.overhead_floor(data, "reduce-overhead") / rf.overhead_floor(data, "default")
     assert rf.overheads_claims["floor"].holds(ratio, "gpu"), data
 
@@ -182,23 +188,23 @@ def test_gpu_reduce_overhead_does_not_lower_a_fused_kernels_floor():
 # A slider re-measures only what it changes; bad input is one line
 # ---------------------------------------------------------------------------------------
 def test_payoff_slider_remeasures_only_the_workloads_it_changes():
-    d = rf.payoff_defaults()
-    first = rf.measure_payoff(budget_s=0.02)
-    second = rf.measure_payoff(N=d["N"] // 2, budget_s=0.02)
+    d, run = rf.payoff_defaults(), Run()  # one panel: its measurements share the demo's cache
+    first = rf.measure_payoff(run, budget_s=0.02)
+    second = rf.measure_payoff(run, N=d["N"] // 2, budget_s=0.02)
     assert second["workloads"]["two_matmuls"] is first["workloads"]["two_matmuls"]  # reused
     assert second["workloads"]["mlp_block"] is first["workloads"]["mlp_block"]
     assert second["workloads"]["chain"]["params"]["N"] == first["workloads"]["chain"]["params"]["N"] // 2
-    third = rf.measure_payoff(N=d["N"] // 2, T=d["T"] // 2, budget_s=0.02)  # rows: both GEMM workloads
+    third = rf.measure_payoff(run, N=d["N"] // 2, T=d["T"] // 2, budget_s=0.02)  # rows: both GEMM workloads
     assert third["workloads"]["chain"] is second["workloads"]["chain"]
     assert third["workloads"]["two_matmuls"]["params"]["B"] == d["T"] // 2
     assert third["workloads"]["mlp_block"] is not second["workloads"]["mlp_block"]
 
 
 def test_bad_input_is_one_clear_line():
-    for call, words in ((lambda: rf.measure_roofline("nope"), "workload"),
-                        (lambda: rf.measure_payoff(dtype="int8"), "dtype"),
-                        (lambda: rf.measure_predicted(scale=0), "scale"),
-                        (lambda: rf.measure_overheads(largest=16), "2^8")):
+    for call, words in ((lambda: rf.measure_roofline(Run(), "nope"), "workload"),
+                        (lambda: rf.measure_payoff(Run(), dtype="int8"), "dtype"),
+                        (lambda: rf.measure_predicted(Run(), scale=0), "scale"),
+                        (lambda: rf.measure_overheads(Run(), largest=16), "2^8")):
         with pytest.raises(DemoError) as exc:
             call()
         assert words in str(exc.value) and "\n" not in str(exc.value)
@@ -232,10 +238,10 @@ def _small_record(tmp_path):
     pk.clear_peaks()
     pk._PEAKS[f"{rf.torch_device()}:{pk.set_threads()}"] = pk.measure_peaks(("float32",), budget_s=0.05)
     sec = rec.sections.setdefault("roofline", {})
-    sec["payoff"] = rf.measure_payoff(budget_s=0.02)
-    sec["roofline"] = rf.measure_roofline("chain", budget_s=0.02)
-    sec["predicted"] = rf.measure_predicted(scale=0.25, budget_s=0.02)
-    sec["overheads"] = rf.measure_overheads(sizes=[256, 1024], budget_s=0.02)
+    sec["payoff"] = rf.measure_payoff(Run(), budget_s=0.02)
+    sec["roofline"] = rf.measure_roofline(Run(), "chain", budget_s=0.02)
+    sec["predicted"] = rf.measure_predicted(Run(), scale=0.25, budget_s=0.02)
+    sec["overheads"] = rf.measure_overheads(Run(), sizes=[256, 1024], budget_s=0.02)
     for d in sec.values():
         d["values"] = {"dtype": "float32"}
     pk.clear_peaks()

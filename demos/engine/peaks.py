@@ -1,4 +1,5 @@
-"""This machine's roofs, the spec-sheet roofs of known GPUs, and the roofline model.
+"""This machine's roofs, the spec-sheet roofs of known GPUs, the roofline model, and the
+measured points: a workload's forms (eager, compiled, jax.jit) timed side by side.
 
 Peaks are best-decile throughputs (bytes or FLOPs ÷ the 10th-percentile time): contention on a
 shared machine only ever slows a run down. :func:`bandwidth` and :func:`peaks` measure once per
@@ -12,13 +13,14 @@ compiled forms (torch.compile, jax.jit) read inputs once and write outputs once.
 from __future__ import annotations
 
 import contextlib
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterable, Iterator
 
 from demos.engine.devices import device_kind, device_name, dtype_supported, jax_backend, jax_or_none, \
     require_torch, set_threads, torch_device
-from demos.engine.errors import DemoError
+from demos.engine.errors import DemoError, is_oom, release_memory
 from demos.engine.timing import measure, sync_jax, sync_torch
-from demos.engine.workloads import get as get_workload
+from demos.engine.workloads import available, get as get_workload, prepare
+from demos.engine.measurement import Run
 from demos.engine.protocol import engine_cache
 
 Progress = Callable[[float, str], None]
@@ -241,3 +243,130 @@ def peaks_for(pk: dict[str, Any], dtype: str) -> dict[str, Any]:
     """A JSON-able copy of the peaks with just the dtype a figure needs (stored in the measurement)."""
     return {"device": pk["device"], "device_name": pk["device_name"], "created": pk.get("created", ""),
             "bandwidth": dict(pk["bandwidth"]), "compute": {dtype: dict(pk["compute"][dtype])}}
+
+
+# =======================================================================================
+# The measured points: a workload's forms timed side by side (part 3's demos)
+# =======================================================================================
+def compiled_copy(run: Run, workload: str, mode: str | None = None) -> Callable:
+    """``torch.compile`` of a fresh copy of the workload (``<fn>_part3_<mode>``), one per (workload,
+    mode) in the demo's cache (``run.cache``): its own Dynamo cache and recompile budget, never
+    another part's (the persistent Inductor cache is shared)."""
+    tag = "part3_" + (mode or "default").replace("-", "_")
+    options = {"mode": mode} if mode else {}
+    return run.kept(("compiled", workload, mode),
+                    lambda: run.compile(get_workload(workload).torch_fn, tag, **options))
+
+
+def form_runner(run: Run, workload: str, backend: str, params: dict, dtype: str, mode: str | None = None):
+    """(zero-arg fn, sync, resolved params) for one form of a workload."""
+    if backend == "torch_compile":
+        prep = prepare(workload, "torch_eager", params, dtype)
+        f, args = compiled_copy(run, workload, mode), prep.args
+        if mode == "reduce-overhead" and prep.device.startswith("cuda"):
+            torch = require_torch()
+
+            def graphed():  # each call is a new CUDA-graph generation (outputs of the last may be dropped)
+                torch.compiler.cudagraph_mark_step_begin()
+                return f(*args)
+
+            return graphed, prep.sync, prep.params
+        return (lambda: f(*args)), prep.sync, prep.params
+    prep = prepare(workload, backend, params, dtype)
+    return prep.fn, prep.sync, prep.params
+
+
+def form_unavailable(backend: str) -> str | None:
+    """Why this form cannot be measured here, in one line (None: it can)."""
+    if not available(backend):
+        return "JAX is not installed here"
+    if backend.startswith("jax") and not jax_same_device():
+        return "JAX sees no GPU here (pip install 'jax[cuda12]')"
+    return None
+
+
+def compile_forms(forms: Iterable[tuple[str, dict]], dtypes: Iterable[str], backends: tuple[str, ...],
+                  mode: str | None = None) -> None:
+    """`make warm`: call each form of each (workload, params) once in each dtype (it compiles; the
+    persistent caches keep it)."""
+    run, forms = Run(), list(forms)
+    for dt in dtypes:
+        for w, params in dict.fromkeys((w, tuple(sorted(get_workload(w).resolve(p).items()))) for w, p in forms):
+            for b in backends:
+                if form_unavailable(b) is None:
+                    fn, sync, _ = form_runner(run, w, b, dict(params), dt, mode)
+                    sync(fn())
+
+
+def _first_call_once(run: Run, key: tuple, fn: Callable, sync: Callable) -> float | None:
+    """The call that compiles (or allocates) timed apart, once per form and sizes (None after)."""
+    seen = run.kept("seen", set)
+    if key in seen:
+        return None
+    first, _ = run.first_call(fn, sync)
+    seen.add(key)
+    return first
+
+
+@contextlib.contextmanager
+def _oom_is_one_line(workload: str, params: dict, dtype: str) -> Iterator[None]:
+    try:
+        yield
+    except DemoError:
+        raise
+    except Exception as exc:
+        if is_oom(exc):
+            release_memory()
+            sizes = ", ".join(f"{k}={v:,}" for k, v in params.items())
+            raise DemoError(f"out of memory at {workload} {sizes} ({dtype}) — pick a smaller size") from None
+        raise
+
+
+def measure_form(run: Run, workload: str, backend: str, params: dict, dtype: str = "float32",
+                 budget_s: float = 0.05, mode: str | None = None, min_samples: int = 3,
+                 max_samples: int | None = None) -> dict[str, Any]:
+    """Median/p10/p90 seconds per call of one form (first call, which compiles, kept apart).
+
+    Live budgets (≤ 0.1 s) take at most 12 samples: on a loaded machine one call can be many
+    times slower than the estimate ``run.time`` sizes its loop by, and a redraw must stay quick."""
+    if max_samples is None:
+        max_samples = 12 if budget_s <= 0.1 else 200
+    with _oom_is_one_line(workload, params, dtype):
+        fn, sync, p = form_runner(run, workload, backend, params, dtype, mode)
+        first = _first_call_once(run, (workload, backend, tuple(sorted(p.items())), dtype, mode), fn, sync)
+        t = run.time(fn, sync, warmup=0, budget_s=budget_s, min_samples=min_samples,
+                     max_samples=max(max_samples, min_samples))
+    return {"median_s": t.median, "p10_s": t.p10, "p90_s": t.p90, "n": t.n, "first_s": first, "params": p}
+
+
+def measure_forms(run: Run, workload: str, backends: tuple[str, ...], params: dict, dtype: str = "float32",
+                  budget_s: float = 0.05, mode: str | None = None, min_samples: int = 3,
+                  said: Callable[[str], None] | None = None) -> dict[str, dict[str, Any]]:
+    """Every available form of one workload timed interleaved (``run.time_forms``): each form's
+    first call (compile, first allocations) is timed apart, then one sample of each form per
+    round, so a busy spell of the machine falls on eager, compiled and jax.jit alike. ``said(b)``
+    hears of each form as it starts; a form that cannot run here gets an ``error`` row."""
+    rows: dict[str, dict[str, Any]] = {}
+    forms: dict[str, tuple] = {}
+    firsts: dict[str, float | None] = {}
+    resolved = params
+    for b in backends:
+        why = form_unavailable(b)
+        if why:
+            rows[b] = {"error": why}
+            continue
+        if said:
+            said(b)
+        with _oom_is_one_line(workload, params, dtype):
+            fn, sync, resolved = form_runner(run, workload, b, params, dtype, mode)
+            firsts[b] = _first_call_once(run, (workload, b, tuple(sorted(resolved.items())), dtype, mode), fn, sync)
+        forms[b] = (fn, sync)
+    if forms:
+        max_samples = 12 if budget_s <= 0.1 else 200
+        with _oom_is_one_line(workload, params, dtype):
+            timings = run.time_forms(forms, warmup=0, budget_s=budget_s * len(forms), min_samples=min_samples,
+                                     max_samples=max(max_samples, min_samples))
+        for b, t in timings.items():
+            rows[b] = {"median_s": t.median, "p10_s": t.p10, "p90_s": t.p90, "n": t.n, "first_s": firsts[b],
+                       "params": resolved}
+    return {b: rows[b] for b in backends}

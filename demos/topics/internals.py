@@ -6,8 +6,8 @@ Inductor generate the kernels (Triton on a GPU, C++/OpenMP on a CPU); ``jax.jit`
 pure, shape-static function to a jaxpr, lowers it to StableHLO and lets XLA optimise the whole
 program (fusions in the optimized HLO).
 
-Four live demos, each a :class:`demos.deck.demo.Demo` of a ``measure_*``, a ``figure_*``
-and the slide's claims:
+Four live demos, each a :class:`demos.deck.demo.Demo` of a ``measure_*(run, …)``, a
+``figure_*`` (:mod:`demos.topics.internals_figures`) and the slide's claims:
 
 ``pipeline()``      a workload through both compilers, one stage per side as highlighted
                     excerpts (kernel bodies first, boilerplate folded) with counts: graphs,
@@ -22,7 +22,8 @@ and the slide's claims:
 What Dynamo says (graph breaks, guard trees, failed guards) is read by
 :mod:`demos.introspection.dynamo`, the generated code and IRs by
 :mod:`demos.introspection.codegen`; every capture compiles a fresh copy of the function (a new
-code object), so re-running a cell gives the same answer and nothing else is reset.
+code object), so re-running a cell gives the same answer and nothing else is reset. What a demo
+keeps between measurements (stages, explanations, first-call times) is in its ``run.cache``.
 """
 from __future__ import annotations
 
@@ -31,30 +32,22 @@ import inspect
 import io
 import json
 import re
-import textwrap
 import time
 from typing import Any, Callable
 
 from demos.deck.claims import Claim, Claims
-from demos.deck.demo import Choice, Demo, Pow2, Progress
-from demos.engine import plots
+from demos.deck.demo import Choice, Configs, Demo, Pow2
 from demos.engine.devices import device_kind, require_jax, require_torch, set_threads, torch_device
 from demos.engine.errors import DemoError, one_line, unknown_name
-from demos.engine.timing import first_call, fmt_seconds, measure, sync_for
+from demos.engine.measurement import Run
+from demos.engine.timing import sync_for
 from demos.engine.workloads import compiled_torch, jitted, tolerance
 from demos.introspection import codegen, dynamo
-from demos.engine.protocol import kept
-
-PART = 4
+from demos.topics.internals_figures import (JAX_STAGES, TORCH_STAGES, figure_breaks, figure_capture_cost,
+                                            figure_guards, figure_pipeline)
 
 DTYPES = ("float32", "bfloat16")
-TORCH_STAGES = ("FX graph", "guards", "generated code")
-JAX_STAGES = ("jaxpr", "StableHLO", "optimized HLO")
 PIPELINE_WORKLOADS = ("complex_activation", "chain", "two_matmuls", "mlp_block", "mlp_dead_code")
-
-
-def _quiet(_fraction: float, _message: str = "") -> None:
-    pass
 
 
 # =======================================================================================
@@ -179,7 +172,6 @@ def _numpy(out):
 # =======================================================================================
 # 1. The pipeline: both compilers, stage by stage
 # =======================================================================================
-_PIPE_CACHE: dict[tuple, dict[str, Any]] = kept("topics.internals._PIPE_CACHE", {})
 MAX_LINES = 400  # kept per stage in a measurement (figures show the first ~24; a record keeps 60)
 
 
@@ -194,25 +186,24 @@ def _sizes(workload: str, size: str) -> dict[str, int]:
     return w.defaults(device_kind())
 
 
-def measure_pipeline(workload: str = "complex_activation", size: str = "default", dtype: str = "float32",
-                     progress: Progress | None = None, fresh: bool = False) -> dict[str, Any]:
-    """Both compilers' stages for one workload at these sizes (cached per sizes/dtype/device).
-    A side that cannot run (JAX missing, dtype unsupported) carries an ``error`` line instead."""
+def measure_pipeline(run: Run, workload: str = "complex_activation", size: str = "default",
+                     dtype: str = "float32") -> dict[str, Any]:
+    """Both compilers' stages for one workload at these sizes (kept in ``run.cache`` per sizes, dtype
+    and device). A side that cannot run (JAX missing, dtype unsupported) carries an ``error`` line."""
     from demos.engine.workloads import get, prepare
 
     w = get(workload)
     params, device = _sizes(w.name, size), torch_device()
-    key = (w.name, tuple(sorted(params.items())), dtype, device)
-    if key in _PIPE_CACHE and not fresh:
-        return dict(_PIPE_CACHE[key])
-    progress = progress or _quiet
+    key = ("pipeline", w.name, tuple(sorted(params.items())), dtype, device)
+    if key in run.cache:
+        return dict(run.cache[key])
     data: dict[str, Any] = {"workload": w.name, "params": params, "dtype": dtype, "device": device, "size": size,
                             "extra": f"{w.name}, {', '.join(f'{k}={v:,}' for k, v in params.items())}, {dtype}"}
     t0 = time.perf_counter()
     try:
-        progress(0.05, f"Dynamo: capturing {w.name}…")
+        run.progress(0.05, f"Dynamo: capturing {w.name}…")
         cap = dynamo.capture(w.torch_fn, *prepare(w, "torch_eager", params, dtype, device).args)
-        progress(0.3, f"Inductor: generating code for {w.name} (seconds when cold)…")
+        run.progress(0.3, f"Inductor: generating code for {w.name} (seconds when cold)…")
         code = codegen.workload_inductor_code(w.name, params, dtype, device)
         data["torch"] = {
             "stages": {"FX graph": "\n\n".join(cap["graphs"]).splitlines()[:MAX_LINES],
@@ -225,7 +216,7 @@ def measure_pipeline(workload: str = "complex_activation", size: str = "default"
     except Exception as exc:  # one line on the figure; the other side still shows
         data["torch"] = {"error": one_line(exc)}
     try:
-        progress(0.7, f"XLA: lowering and compiling {w.name}…")
+        run.progress(0.7, f"XLA: lowering and compiling {w.name}…")
         xc = codegen.workload_xla_code(w.name, params, dtype, device)
         data["jax"] = {
             "stages": {"jaxpr": xc.jaxpr.splitlines()[:MAX_LINES],
@@ -238,7 +229,7 @@ def measure_pipeline(workload: str = "complex_activation", size: str = "default"
     except Exception as exc:
         data["jax"] = {"error": one_line(exc)}
     data["seconds"] = time.perf_counter() - t0
-    _PIPE_CACHE[key] = data
+    run.cache[key] = data
     return dict(data)
 
 
@@ -249,39 +240,6 @@ def _slim_pipeline(data: dict[str, Any], keep: int = 60) -> dict[str, Any]:
         stages = d.get(side, {}).get("stages", {})
         stages.update({k: v[:keep] for k, v in stages.items()})
     return d
-
-
-def _counts_line(counts: dict[str, Any]) -> str:
-    return " · ".join(f"{k} {v}" for k, v in counts.items())
-
-
-def figure_pipeline(data: dict[str, Any], reference: dict[str, Any] | None = None):
-    """Two columns: torch.compile's stage (left) and jax.jit's stage (right), with counts; the
-    stages come from ``data["values"]`` (view-only controls)."""
-    values = data.get("values", {})
-    stages = (values.get("torch_stage", "generated code"), values.get("jax_stage", "optimized HLO"))
-    for stage, valid in zip(stages, (TORCH_STAGES, JAX_STAGES)):
-        if stage not in valid:
-            raise unknown_name("stage", stage, valid)
-    fig, ax = plots.figure()
-    ax.axis("off")
-    for i, (name, side_key, stage) in enumerate((("torch.compile", "torch", stages[0]), ("jax.jit", "jax", stages[1]))):
-        x0, side = 0.012 + i * 0.5, data.get(side_key, {})
-        backend = "torch_compile" if i == 0 else "jax_jit"
-        fig.text(x0, 0.975, f"{name} · {stage}", fontsize=16, fontweight="bold", color=plots.color(backend), va="top")
-        if "error" in side:
-            fig.text(x0, 0.86, "⚠ " + side["error"], fontsize=12.5, color="#b00020", va="top", wrap=True)
-            continue
-        fig.text(x0, 0.915, _counts_line(side.get("counts", {})), fontsize=12.5, color="#333333", va="top")
-        ref_side, y_top = (reference or {}).get(side_key, {}), 0.86
-        if ref_side.get("counts"):
-            fig.text(x0, 0.868, f"recorded on {plots.where_measured(reference)}: " + _counts_line(ref_side["counts"]),
-                     fontsize=11.5, color=plots.PALETTE["reference"], va="top")
-            y_top = 0.82
-        plots.draw_code(fig, x0, y_top, 0.475, y_top - 0.11, side.get("stages", {}).get(stage, []), fontsize=11.5)
-    plots.two_columns(fig)
-    plots.stamp_figure(fig, data, reference)
-    return fig
 
 
 def _torch_counts(d: dict[str, Any]) -> dict[str, Any]:
@@ -329,8 +287,8 @@ pipeline = Demo(
               Choice("dtype", "float32", options=DTYPES),
               Choice("size", "default", options=("default", "small"), toggle=True)],
     measure=measure_pipeline, figure=figure_pipeline, match=("workload", "dtype"),
-    record_quick={"size": "small"}, to_record=_slim_pipeline,
-    warm=[{"workload": w} for w in PIPELINE_WORKLOADS], claims=pipeline_claims,
+    configs=Configs(warm=[{"workload": w} for w in PIPELINE_WORKLOADS], quick={"size": "small"}, slim=_slim_pipeline),
+    claims=pipeline_claims,
 )
 
 
@@ -353,22 +311,22 @@ def _changed_inputs(change: str, x, y):
             CHANGES[5]: lambda: (torch_.stack([x, x], dim=1).reshape(-1)[::2], y.clone())}[change]()
 
 
-def measure_guards(change: str = "dtype → float64", N: int | None = None, dtype: str = "float32",
-                   progress: Progress | None = None) -> dict[str, Any]:
+def measure_guards(run: Run, change: str = "dtype → float64", N: int | None = None,
+                   dtype: str = "float32") -> dict[str, Any]:
     """Compile ``complex_activation`` (dynamic=False, Dynamo capture only), call it again with the
     same inputs, then with one property changed; report guards, timings and any recompile."""
     from demos.engine.workloads import complex_activation_torch
 
     if change not in CHANGES:
         raise DemoError(f"unknown change {change!r}; valid: {', '.join(CHANGES)}")
-    torch_, progress = require_torch(), progress or _quiet
+    torch_ = require_torch()
     set_threads()
     N, device = GUARD_N[device_kind()] if N is None else N, torch_device()
     gen = torch_.Generator().manual_seed(0)
     x, y = (torch_.randn(N, generator=gen).to(device=device, dtype=getattr(torch_, dtype)) for _ in range(2))
     g = dynamo.guarded_calls(complex_activation_torch, [("1st call", (x, y)), ("2nd call, same inputs", (x, y)),
                                                         (f"3rd call: {change}", _changed_inputs(change, x, y))],
-                             sync_for("torch_eager", device), progress=progress)
+                             sync_for("torch_eager", device), progress=run.progress)
     calls, tree = g["calls"], g["guard_tree"]
     return {"change": change, "N": N, "dtype": dtype, "device": device,
             "guards_plain": dynamo.plain_guards(tree), "guard_count": len(dynamo.guard_leaves(tree)),
@@ -376,52 +334,8 @@ def measure_guards(change: str = "dtype → float64", N: int | None = None, dtyp
             "failed_guard": calls[2]["reason"], "extra": f"complex_activation, N={N:,}, {dtype}"}
 
 
-def figure_guards(data: dict[str, Any], reference: dict[str, Any] | None = None):
-    """Left: the guards in plain words. Right: three calls' latency (the recorded run's as
-    grey diamonds). Bottom: the failed guard."""
-    from matplotlib.ticker import NullFormatter
-
-    fig, ax = plots.figure()
-    ax.axis("off")
-    fig.text(0.012, 0.975, f"Guards Dynamo recorded on the 1st call ({data['guard_count']} checks)", fontsize=15,
-             fontweight="bold", color=plots.color("torch_compile"), va="top")
-    plots.draw_code(fig, 0.012, 0.9, 0.5, 0.64, [f"• {g}" for g in data["guards_plain"]], fontsize=11.5)
-    right = fig.add_axes((0.7, 0.36, 0.17, 0.54))
-    calls = data["calls"]
-    secs = [c["seconds"] for c in calls]
-    ref_secs = [c["seconds"] for c in (reference or {}).get("calls", [])][:len(calls)]
-    ys = list(range(len(calls)))[::-1]
-    right.barh(ys, secs, height=0.6, color=[plots.PALETTE["accent"] if c["compiled"] else plots.color("torch_compile")
-                                            for c in calls])
-    if ref_secs:
-        right.plot(ref_secs, ys[:len(ref_secs)], "D", color=plots.PALETTE["reference"], ms=7)
-    lo, hi = min(secs + ref_secs) / 3, max(secs + ref_secs) * 3
-    right.set_xscale("log")
-    right.xaxis.set_minor_formatter(NullFormatter())  # labels on minor ticks overlap within a decade
-    right.set_xlim(lo, hi)
-    right.set_yticks(ys, [c["label"] if len(c["label"]) < 28 else c["label"][:27] + "…" for c in calls], fontsize=12)
-    right.set_xlabel("seconds (log)", fontsize=12)
-    right.tick_params(axis="x", labelsize=11.5)
-    right.spines[["top", "right"]].set_visible(False)
-    for i, (yv, c) in enumerate(zip(ys, calls)):
-        note = [fmt_seconds(c["seconds"]), "compiled" if c["compiled"] else "cache hit"]
-        if i < len(ref_secs):
-            note.append(f"◆ rec. {fmt_seconds(ref_secs[i])}")
-        right.text(hi * 1.1, yv, "\n".join(note), va="center", fontsize=12, clip_on=False)
-    right.set_title("three calls, same compiled function", fontsize=13)
-    if data["recompiled"]:
-        msg, col = f"RECOMPILE · failed guard: {data['failed_guard'] or '(reason not logged)'}", "#b00020"
-    else:
-        msg, col = "no recompile: every guard still holds", "#1b7f3a"
-    fig.text(0.012, 0.23, msg, fontsize=15, fontweight="bold", color=col, va="top")
-    fig.text(0.012, 0.15, "torch.compile(dynamic=False); backend: Dynamo capture only — guards are Dynamo's "
-             "(Part 5 measures Inductor's compile cost)", fontsize=11.5, color="#555555", va="top")
-    plots.stamp_figure(fig, data, reference)
-    return fig
-
-
-CHANGE_WORDS = dict(zip(CHANGES[1:], ("dtype mismatch", "dtype mismatch", "size mismatch", "requires_grad",
-                                       "stride mismatch")))  # in the failed guard each change trips
+CHANGE_WORDS = {c: w for c, w in zip(CHANGES[1:], ("dtype mismatch", "dtype mismatch", "size mismatch",
+                                                   "requires_grad", "stride mismatch"))}  # what the failed guard says
 
 
 def _guards_name_inputs(d: dict[str, Any]) -> bool:
@@ -457,7 +371,6 @@ guards = Demo(
 # 3. Graph breaks: Dynamo's explanation next to jax.jit's answer
 # =======================================================================================
 BREAK_N = {"cpu": 2**12, "gpu": 2**16}
-_BREAK_CACHE: dict[tuple, dict[str, Any]] = kept("topics.internals._BREAK_CACHE", {})
 
 
 def source_lines(fn: Callable) -> list[str]:
@@ -465,19 +378,19 @@ def source_lines(fn: Callable) -> list[str]:
     return [re.sub(r"\s+#.*$", "", ln).rstrip() for ln in inspect.getsource(fn).rstrip("\n").splitlines()]
 
 
-def measure_breaks(variant: str = "branch", N: int | None = None, dtype: str = "float32",
-                   fresh: bool = False, progress: Progress | None = None) -> dict[str, Any]:
-    """Dynamo's explanation and jax.jit's answer for one example (cached: both are deterministic)."""
+def measure_breaks(run: Run, variant: str = "branch", N: int | None = None, dtype: str = "float32") -> dict[str, Any]:
+    """Dynamo's explanation and jax.jit's answer for one example (kept in ``run.cache``: both are
+    deterministic)."""
     import numpy as np
 
     v = _variant(variant)
     _bind_frameworks()
     N = BREAK_N[device_kind()] if N is None else N
-    key = (variant, N, dtype, torch_device())
-    if key in _BREAK_CACHE and not fresh:
-        return dict(_BREAK_CACHE[key])
+    key = ("breaks", variant, N, dtype, torch_device())
+    if key in run.cache:
+        return dict(run.cache[key])
     set_threads()
-    (progress or _quiet)(0.1, "Dynamo: explaining…")
+    run.progress(0.1, "Dynamo: explaining…")
     x = _inputs_1d(N, dtype)
     ex = dynamo.explain(v["torch"], x)
     ref = _numpy(v["torch"](x))
@@ -494,65 +407,8 @@ def measure_breaks(variant: str = "branch", N: int | None = None, dtype: str = "
         data.update(jax=ja, jax_source=source_lines(v["jax"]))
     except DemoError as exc:
         data.update(jax={"ok": False, "error_type": "missing", "error": str(exc), "printed": []}, jax_source=[])
-    _BREAK_CACHE[key] = data
+    run.cache[key] = data
     return dict(data)
-
-
-def figure_breaks(data: dict[str, Any], reference: dict[str, Any] | None = None):
-    """Left: Dynamo's explanation (graphs, breaks, reason, line). Right: what jax.jit does."""
-    fig, ax = plots.figure()
-    ax.axis("off")
-    t, j = data["torch"], data["jax"]
-    Y, L, R = 0.6, 0.012, 0.512  # the verdict line, the two columns
-    fig.text(L, 0.975, "torch.compile (Dynamo)", fontsize=16, fontweight="bold", color=plots.color("torch_compile"),
-             va="top")
-    src = data["torch_source"]
-    needle = re.sub(r"\s+#.*$", "", t["reasons"][0]["source"]).strip() if t["reasons"] else ""
-    plots.draw_code(fig, L, 0.9, 0.475, 0.28, src, fontsize=12,
-                    mark={i for i, ln in enumerate(src) if needle and ln.strip() == needle})
-    fig.text(L, Y, f"graphs: {t['graphs']} · graph breaks: {t['breaks']}", fontsize=16.5, fontweight="bold",
-             color="#b00020" if t["breaks"] else "#1b7f3a", va="top")
-    if t["reasons"]:
-        r = t["reasons"][0]
-        y = plots.text_lines(fig, L, Y - 0.095, textwrap.wrap("reason: " + r["plain"], 62)[:2], fontsize=13) - 0.01
-        fig.text(L, y, f"line {r['line']}: {needle[:44]}", fontsize=12.5, family="DejaVu Sans Mono", color="#7a4f00",
-                 va="top")
-        fig.text(L, y - 0.065, f"Dynamo says: {r['reason'][:64]}", fontsize=11.5, color="#555555", va="top")
-    else:
-        fig.text(L, Y - 0.095, "the whole function is one graph", fontsize=13, va="top")
-    fig.text(L, 0.16, "compiled output matches eager: " + ("yes" if data["torch_matches"] else "NO"), fontsize=12.5,
-             va="top", color="#333333")
-    fig.text(R, 0.975, "jax.jit", fontsize=16, fontweight="bold", color=plots.color("jax_jit"), va="top")
-    jsrc = data.get("jax_source") or []
-    plots.draw_code(fig, R, 0.9, 0.475, 0.28, jsrc, fontsize=12,
-                    mark={i for i, ln in enumerate(jsrc) if ln.strip().startswith(("if ", "print("))})
-    if j.get("ok"):
-        fig.text(R, Y, "runs under jit: one program", fontsize=16.5, fontweight="bold", color="#1b7f3a", va="top")
-        if j.get("printed"):
-            plots.text_lines(fig, R, Y - 0.095, [f"print ran {len(j['printed'])}× in 3 calls (at trace time):"],
-                             fontsize=13)
-            fig.text(R, Y - 0.165, j["printed"][0][:52], fontsize=12.5, family="DejaVu Sans Mono", color="#7a4f00",
-                     va="top")
-            fig.text(R, Y - 0.235, "a tracer, not numbers — jax.debug.print runs every call", fontsize=12.5,
-                     va="top", color="#555555")
-        elif data.get("fixed"):
-            fig.text(R, Y - 0.095, "the branch is data now: no Python bool needed", fontsize=13, va="top")
-        if "matches" in j:
-            fig.text(R, 0.16, "output matches torch eager: " + ("yes" if j["matches"] else "NO"), fontsize=12.5,
-                     va="top", color="#333333")
-    else:
-        fig.text(R, Y, f"expected error: {j['error_type']}", fontsize=16, fontweight="bold", color="#b00020", va="top")
-        plots.text_lines(fig, R, Y - 0.095, textwrap.wrap(j.get("error", ""), 58)[:3], fontsize=12.5, color="#333333")
-        fig.text(R, 0.16, "jit needs the branch as data: jnp.where or lax.cond", fontsize=12.5, va="top", color="#333333")
-    if reference is not None:
-        rt, rj = reference["torch"], reference["jax"]
-        fig.text(L, 0.235, f"recorded on {plots.where_measured(reference)}: graphs {rt['graphs']} · "
-                 f"breaks {rt['breaks']} · "
-                 f"jax.jit {'runs' if rj.get('ok') else rj.get('error_type', '?')}", fontsize=11.5,
-                 color=plots.PALETTE["reference"], va="top")
-    plots.two_columns(fig)
-    plots.stamp_figure(fig, data, reference)
-    return fig
 
 
 def _break_at(d: dict[str, Any], start: str) -> bool:
@@ -596,7 +452,7 @@ graph_breaks = Demo(
     "graph_breaks", "Graph breaks: Dynamo vs jax.jit",
     controls=[Choice("variant", "branch", label="function", options=[(v["title"], k) for k, v in VARIANTS.items()])],
     measure=measure_breaks, figure=figure_breaks, match=("variant",),
-    warm=[{"variant": v} for v in VARIANTS], claims=breaks_claims,
+    configs=Configs(warm=[{"variant": v} for v in VARIANTS]), claims=breaks_claims,
 )
 
 
@@ -613,10 +469,9 @@ COST_ROWS = (
     ("jit_cond", "jax_jit", "jax.jit · lax.cond", "cond"),
 )
 COST_N = {"cpu": (2**16, 12, 24), "gpu": (2**22, 14, 27)}  # default, lo, hi (log2)
-_FIRST_CALL: dict[tuple, float] = kept("topics.internals._FIRST_CALL", {})
 
 
-def _cost_row(key: str, backend: str, label: str, variant: str, x, N: int, dtype: str, budget_s: float,
+def _cost_row(run: Run, key: str, backend: str, label: str, variant: str, x, N: int, dtype: str, budget_s: float,
               say: Callable[[str], None]) -> dict[str, Any]:
     v = _variant(variant)
     if backend == "torch_eager":
@@ -627,91 +482,48 @@ def _cost_row(key: str, backend: str, label: str, variant: str, x, N: int, dtype
         _bind_frameworks(need_jax=True)
         fn, args = jitted(v["jax"]), (_to_jax(x),)
     sync = sync_for(backend, torch_device())
-    fkey = (key, N, dtype, torch_device())
-    if fkey not in _FIRST_CALL:
+    fkey = ("first call", key, N, dtype, torch_device())
+    if fkey not in run.cache:
         if backend != "torch_eager":
             say(f"compiling {label} (first call)…")
-        _FIRST_CALL[fkey] = first_call(lambda: fn(*args), sync)[0]
-    t = measure(lambda: fn(*args), sync, budget_s=budget_s, warmup=1, min_samples=5)
+        run.cache[fkey] = run.first_call(lambda: fn(*args), sync)[0]
+    t = run.time(lambda: fn(*args), sync, budget_s=budget_s, warmup=1, min_samples=5)
     graphs = {"torch_eager": 0, "jax_jit": 1}.get(backend)
     if graphs is None:
-        graphs = measure_breaks(variant, N, dtype)["torch"]["graphs"]
-    return {"median_s": t.median, "p10_s": t.p10, "p90_s": t.p90, "n": t.n, "first_call_s": _FIRST_CALL[fkey],
+        graphs = measure_breaks(Run(run.cache), variant, N, dtype)["torch"]["graphs"]  # its progress: none
+    return {"median_s": t.median, "p10_s": t.p10, "p90_s": t.p90, "n": t.n, "first_call_s": run.cache[fkey],
             "graphs": graphs, "output": _numpy(fn(*args))}
 
 
-def measure_capture_cost(N: int | None = None, dtype: str = "float32", budget_s: float = 0.06,
-                         progress: Progress | None = None, rows: tuple[str, ...] | None = None) -> dict[str, Any]:
+def measure_capture_cost(run: Run, N: int | None = None, dtype: str = "float32", budget_s: float = 0.06,
+                         rows: tuple[str, ...] | None = None) -> dict[str, Any]:
     """Steady-state time per call of the branching function and its fixes, eager and compiled.
     Compile time (first call) is kept apart; each row also says how many graphs Dynamo made."""
     import numpy as np
 
     _bind_frameworks()
     set_threads()
-    kind, progress = device_kind(), progress or _quiet
+    kind = device_kind()
     N = COST_N[kind][0] if N is None else N
     if N <= 0 or N > 2 ** COST_N[kind][2]:
         raise DemoError(f"N={N} is outside 1…2^{COST_N[kind][2]} for this demo")
     x, ref, out_rows = _inputs_1d(N, dtype), None, []
     wanted = [r for r in COST_ROWS if rows is None or r[0] in rows]
     for i, (key, backend, label, variant) in enumerate(wanted):
-        say = functools.partial(progress, i / len(wanted))
+        say = functools.partial(run.progress, i / len(wanted))
         say(f"measuring {label}…")
         row: dict[str, Any] = {"key": key, "backend": backend, "label": label, "variant": variant}
         try:
-            row.update(_cost_row(key, backend, label, variant, x, N, dtype, budget_s, say))
+            row.update(_cost_row(run, key, backend, label, variant, x, N, dtype, budget_s, say))
             out = row.pop("output")
             ref = out if ref is None else ref
             row["matches_eager"] = bool(np.allclose(out, ref, **tolerance(dtype)))
         except Exception as exc:
             row["error"] = one_line(exc)
         out_rows.append(row)
-    progress(1.0, "")
+    run.progress(1.0, "")
     return {"N": N, "dtype": dtype, "device": torch_device(), "rows": out_rows,
             "extra": f"sin→branch→cos/tanh chain, N={N:,}, {dtype}"}
-
-
-def figure_capture_cost(data: dict[str, Any], reference: dict[str, Any] | None = None):
-    """One bar per row (median, p10–p90), graph count and first-call time beside it; the
-    recorded run's medians as grey bars under each."""
-    fig, ax = plots.figure()
-    rows = data["rows"]
-    ref_rows = {r["key"]: r for r in (reference or {}).get("rows", []) if r.get("median_s")}
-    ys = list(range(len(rows)))[::-1]
-    h = 0.38 if reference else 0.7
-    off = h / 2 if reference else 0
-    for yv, r in zip(ys, rows):
-        if not r.get("median_s"):
-            ax.text(0, yv, f"  {r.get('error', 'not measured')}", va="center", fontsize=12, color="#b00020")
-            continue
-        med = r["median_s"] * 1e3
-        ax.barh(yv + off, med, height=h, color=plots.color(r["backend"]))
-        ax.errorbar(med, yv + off, xerr=[[max(0.0, r["median_s"] - r["p10_s"]) * 1e3],
-                                         [max(0.0, r["p90_s"] - r["median_s"]) * 1e3]],
-                    fmt="none", ecolor="#333333", capsize=3, lw=1)
-        g = r.get("graphs")
-        note = (f"  {fmt_seconds(r['median_s'])}" if r["backend"] == "torch_eager" else
-                f"  {fmt_seconds(r['median_s'])} · {g} graph{'s' if g != 1 else ''} · 1st call "
-                f"{fmt_seconds(r.get('first_call_s'))}")
-        ax.text(r["p90_s"] * 1e3, yv + off, note, va="center", fontsize=12)
-        rr = ref_rows.get(r["key"])
-        if rr:
-            ax.barh(yv - h / 2, rr["median_s"] * 1e3, height=h, color=plots.PALETTE["reference"], alpha=0.8)
-            ax.text(rr["median_s"] * 1e3, yv - h / 2, f"  {fmt_seconds(rr['median_s'])} (recorded)", va="center",
-                    fontsize=11.5, color="#555555")
-    if reference is not None:
-        from matplotlib.patches import Patch
-
-        ax.legend(handles=[Patch(color=plots.PALETTE["reference"],
-                                 label=f"recorded on {plots.where_measured(reference)}")], loc="lower right", fontsize=11.5)
-    ax.set_yticks(ys, [r["label"] for r in rows])
-    ax.set_xlabel("milliseconds per call (median, p10–p90 whiskers)")
-    top = max([r["p90_s"] for r in rows if r.get("median_s")] + [r["median_s"] for r in ref_rows.values()] + [1e-6])
-    ax.set_xlim(0, top * 1e3 * 1.9)
-    where = f" — {plots.where_measured(data)}" if data.get("recorded") else ""
-    ax.set_title(f"the same function, broken vs fixed: steady state after compiling{where}", fontsize=15)
-    plots.stamp_figure(fig, data, reference)
-    return fig
 
 
 def _cost_rows(d: dict[str, Any]) -> dict[str, dict]:
@@ -736,6 +548,6 @@ capture_cost = Demo(
     "capture_cost", "What a graph break costs",
     controls=lambda kind: [Pow2("N", COST_N[kind][0], label="N (elements)", lo=COST_N[kind][1], hi=COST_N[kind][2]),
                            Choice("dtype", "float32", options=DTYPES)],
-    measure=measure_capture_cost, figure=figure_capture_cost, run_button=True, opens="kept", match=("N", "dtype"),
-    record={"budget_s": 0.3}, record_quick={"N": 2**16, "budget_s": 0.05}, claims=cost_claims,
+    measure=measure_capture_cost, figure=figure_capture_cost, pacing="warmed", match=("N", "dtype"),
+    configs=Configs(record={"budget_s": 0.3}, quick={"N": 2**16, "budget_s": 0.05}), claims=cost_claims,
 )

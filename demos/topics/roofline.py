@@ -1,7 +1,7 @@
 """Part 3 — when compilation pays, and the roofline that explains why.
 
-Four live demos, each declared once (:class:`demos.deck.demo.Demo`) from a ``measure_*``
-(JSON-able data) and a pure ``figure_*``:
+Four live demos, each declared once (:class:`demos.deck.demo.Demo`) from a ``measure_*(run, …)``
+(JSON-able data) and a pure ``figure_*`` (:mod:`demos.topics.roofline_figures`):
 
 ``payoff()``     two_matmuls, chain and mlp_block in torch eager, torch.compile and jax.jit: median
                  latency (p10–p90), speedups, the seed's A100 numbers beside each group. A slider
@@ -13,52 +13,42 @@ Four live demos, each declared once (:class:`demos.deck.demo.Demo`) from a ``mea
                  small sizes. The workload fuses into one kernel, so a CUDA graph has one launch
                  to replace: no floor drops, on a GPU or (with no launches at all) on a CPU.
 
-The roofs, the spec sheets and the model (analytic FLOPs and bytes; max(FLOPs ÷ peak, bytes ÷
-bandwidth)) are the engine's (:mod:`demos.engine.peaks`): measured once per process and stored
-in every measurement that uses them, so a recorded run carries its own machine's roofs.
-Workload latencies are medians. The torch.compile forms compile *fresh copies* of the workload
-functions, so this part's sliders never spend another part's Dynamo recompile budget; the
-persistent Inductor cache is shared, so ``make warm`` still pays off.
+The roofs, the spec sheets, the model (analytic FLOPs and bytes; max(FLOPs ÷ peak, bytes ÷
+bandwidth)) and the timing of a workload's forms side by side are the engine's
+(:mod:`demos.engine.peaks`). The roofs are measured once per process and stored in every
+measurement that uses them, so a recorded run carries its own machine's roofs. Latencies are
+medians. torch.compile compiles *fresh copies* of the workload functions, kept in the demo's
+cache (``run.cache``): this part's sliders never spend another part's Dynamo recompile budget,
+and the persistent Inductor cache is shared, so ``make warm`` still pays off.
 """
 from __future__ import annotations
 
 import math
 import statistics
-import textwrap
-from typing import Any, Callable
+from typing import Any
 
 from demos.deck.claims import Claim, Claims
-from demos.deck.demo import Choice, Demo, Pow2, Progress
+from demos.deck.demo import Choice, Configs, Demo, Pow2
 from demos.engine import plots
-from demos.engine.devices import check_dtype, device_kind, dtype_supported, require_torch, torch_device
-from demos.engine.errors import DemoError, is_oom, release_memory, unknown_name
-from demos.engine.peaks import cost, is_fused, jax_same_device, peak_flops, peaks, peaks_for, predict, ridge, \
-    spec_sheet
-from demos.engine.timing import first_call, fmt_seconds, measure, measure_interleaved
-from demos.engine.workloads import available, get as get_workload, prepare
-from demos.engine.protocol import fresh_function, kept
-
-PART = 3
+from demos.engine.devices import check_dtype, device_kind, dtype_supported, torch_device
+from demos.engine.errors import DemoError, unknown_name
+from demos.engine.measurement import Run
+from demos.engine.peaks import (compile_forms, cost, is_fused, measure_form, measure_forms, peak_flops, peaks,
+                                peaks_for, predict)
+from demos.engine.workloads import get as get_workload
+from demos.topics.roofline_figures import (SEED, MODE_LABELS, figure_overheads, figure_payoff,  # noqa: F401 (SEED)
+                                           figure_predicted, figure_roofline, pow_text, short_sizes, speedup)
 
 PAYOFF_WORKLOADS = ("two_matmuls", "chain", "mlp_block")
 ROOF_WORKLOADS = ("chain", "two_matmuls", "mlp_block", "complex_activation")
 BACKENDS3 = ("torch_eager", "torch_compile", "jax_jit")
 DTYPES = ("float32", "bfloat16")
-TICKS = {"torch_eager": "eager", "torch_compile": "compile", "jax_jit": "jax.jit"}
-MARKERS = {"torch_eager": "o", "torch_compile": "s", "jax_jit": "D"}
 WARM_SCALES = (0.25, 0.5, 1.0, 2.0)  # the size control's neighbours of the default, compiled by `make warm`
-
-# What the seed published (seed lecture notebook 003 'PyTorch and JAX', float32 on an A100: its
-# Triton metadata says compute capability 8.0, 108 SMs), drawn beside the live numbers. Shapes:
-# two_matmuls X 256×1024, A 1024×2048, B 2048×1024; chain N = 10,000,000; mlp_block
-# B,S,D,H = 256,1024,512,2048 (torch with TF32 matmuls).
-SEED = {"two_matmuls": {"torch_eager": 183e-6, "torch_compile": 214e-6, "jax_jit": 205e-6},
-        "chain": {"torch_eager": 549e-6, "torch_compile": 81.9e-6, "jax_jit": 124e-6},
-        "mlp_block": {"torch_eager": 22.5e-3, "torch_compile": 14.4e-3, "jax_jit": 14.8e-3}}
+BUDGETS = {"record": {"budget_s": 0.3}, "quick": {"budget_s": 0.1}}  # `make record` (--quick) times longer
 
 
 # =======================================================================================
-# A point on the roofline (the model itself: demos.engine.peaks)
+# The points: the model's prediction (demos.engine.peaks) beside the measured time, per size
 # =======================================================================================
 def make_point(workload: str, backend: str, params: dict, dtype: str, timing: dict[str, Any],
                peaks: dict[str, Any]) -> dict[str, Any]:
@@ -97,127 +87,6 @@ def explain(pt: dict[str, Any]) -> str:
     return "below both roofs"
 
 
-# =======================================================================================
-# Running the workloads (fresh compiled copies: this part's own Dynamo cache)
-# =======================================================================================
-_COMPILED: dict[tuple[str, str | None], Callable] = kept("topics.roofline._COMPILED", {})
-_SEEN: set[tuple] = kept("topics.roofline._SEEN", set())
-
-
-def compiled_fn(workload: str, mode: str | None = None) -> Callable:
-    key = (workload, mode)
-    if key not in _COMPILED:
-        torch = require_torch()
-        tag = "part3_" + (mode or "default").replace("-", "_")
-        kwargs = {"mode": mode} if mode else {}
-        _COMPILED[key] = torch.compile(fresh_function(get_workload(workload).torch_fn, tag), **kwargs)
-    return _COMPILED[key]
-
-
-def runner(workload: str, backend: str, params: dict, dtype: str, mode: str | None = None):
-    """(zero-arg fn, sync, resolved params) for one form of a workload."""
-    if backend == "torch_compile":
-        prep = prepare(workload, "torch_eager", params, dtype)
-        f, args = compiled_fn(workload, mode), prep.args
-        if mode == "reduce-overhead" and prep.device.startswith("cuda"):
-            torch = require_torch()
-
-            def graphed():  # each call is a new CUDA-graph generation (outputs of the last may be dropped)
-                torch.compiler.cudagraph_mark_step_begin()
-                return f(*args)
-
-            return graphed, prep.sync, prep.params
-        return (lambda: f(*args)), prep.sync, prep.params
-    prep = prepare(workload, backend, params, dtype)
-    return prep.fn, prep.sync, prep.params
-
-
-def measure_one(workload: str, backend: str, params: dict, dtype: str = "float32", budget_s: float = 0.05,
-                mode: str | None = None, min_samples: int = 3, max_samples: int | None = None) -> dict[str, Any]:
-    """Median/p10/p90 seconds per call of one form (first call, which compiles, kept apart).
-
-    Live budgets (≤ 0.1 s) take at most 12 samples: on a loaded machine one call can be many
-    times slower than the estimate ``measure`` sizes its loop by, and a redraw must stay quick."""
-    if max_samples is None:
-        max_samples = 12 if budget_s <= 0.1 else 200
-    try:
-        fn, sync, p = runner(workload, backend, params, dtype, mode)
-        key = (workload, backend, tuple(sorted(p.items())), dtype, mode)
-        first = None
-        if key not in _SEEN:  # the call that compiles (or allocates) is timed apart, once
-            first, _ = first_call(fn, sync)
-            _SEEN.add(key)
-        t = measure(fn, sync, warmup=0, budget_s=budget_s, min_samples=min_samples,
-                    max_samples=max(max_samples, min_samples))
-    except DemoError:
-        raise
-    except Exception as exc:
-        _raise_oom(exc, workload, params, dtype)
-        raise
-    return {"median_s": t.median, "p10_s": t.p10, "p90_s": t.p90, "n": t.n, "first_s": first, "params": p}
-
-
-def measure_forms(workload: str, backends: tuple[str, ...], params: dict, dtype: str = "float32",
-                  budget_s: float = 0.05, mode: str | None = None, min_samples: int = 3,
-                  progress: Callable[[str], None] | None = None) -> dict[str, dict[str, Any]]:
-    """Every available form of one workload timed interleaved (:func:`measure_interleaved`): each
-    form's first call (compile, first allocations) is timed apart, then one sample of each form
-    per round, so a busy spell of the machine falls on eager, compiled and jax.jit alike."""
-    rows: dict[str, dict[str, Any]] = {}
-    forms: dict[str, tuple] = {}
-    firsts: dict[str, float | None] = {}
-    resolved = params
-    for b in backends:
-        why = _unavailable(b)
-        if why:
-            rows[b] = {"error": why}
-            continue
-        if progress:
-            progress(b)
-        try:
-            fn, sync, resolved = runner(workload, b, params, dtype, mode)
-            key = (workload, b, tuple(sorted(resolved.items())), dtype, mode)
-            firsts[b] = None
-            if key not in _SEEN:  # the call that compiles (or allocates) is timed apart, once
-                firsts[b], _ = first_call(fn, sync)
-                _SEEN.add(key)
-        except DemoError:
-            raise
-        except Exception as exc:
-            _raise_oom(exc, workload, params, dtype)
-            raise
-        forms[b] = (fn, sync)
-    if forms:
-        max_samples = 12 if budget_s <= 0.1 else 200
-        try:
-            timings = measure_interleaved(forms, warmup=0, budget_s=budget_s * len(forms),
-                                          min_samples=min_samples, max_samples=max(max_samples, min_samples))
-        except DemoError:
-            raise
-        except Exception as exc:
-            _raise_oom(exc, workload, params, dtype)
-            raise
-        for b, t in timings.items():
-            rows[b] = {"median_s": t.median, "p10_s": t.p10, "p90_s": t.p90, "n": t.n, "first_s": firsts[b],
-                       "params": resolved}
-    return {b: rows[b] for b in backends}
-
-
-def _raise_oom(exc: BaseException, workload: str, params: dict, dtype: str) -> None:
-    if is_oom(exc):
-        release_memory()
-        sizes = ", ".join(f"{k}={v:,}" for k, v in params.items())
-        raise DemoError(f"out of memory at {workload} {sizes} ({dtype}) — pick a smaller size") from None
-
-
-def _unavailable(backend: str) -> str | None:
-    if not available(backend):
-        return "JAX is not installed here"
-    if backend.startswith("jax") and not jax_same_device():
-        return "JAX sees no GPU here (pip install 'jax[cuda12]')"
-    return None
-
-
 def check_dtype_here(dtype: str) -> str:
     if dtype not in DTYPES:
         raise unknown_name("dtype", dtype, DTYPES)
@@ -229,43 +98,29 @@ def dtype_options() -> list[str]:
     return [d for d in DTYPES if dtype_supported(d)[0]]
 
 
-def _points(workloads, backends, scale: float, dtype: str, budget_s: float, progress: Progress | None,
+def _points(run: Run, workloads, backends, scale: float, dtype: str, budget_s: float,
             start: float = 0.0) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """The peaks, and a roofline point per workload × backend at the size control's scale."""
     check_dtype_here(dtype)
     sizes = scaled_sizes(scale)
-    pk = peaks((dtype,), progress=progress)
+    pk = peaks((dtype,), progress=run.progress)
     points = []
     for i, w in enumerate(workloads):
         def said(b: str, i=i, w=w) -> None:
-            if progress:
-                progress(start + (1 - start) * i / len(workloads), f"{w} · {plots.label(b)}")
+            run.progress(start + (1 - start) * i / len(workloads), f"{w} · {plots.label(b)}")
 
         params = get_workload(w).resolve(workload_params(w, sizes))
-        rows = measure_forms(w, tuple(backends), params, dtype, budget_s, progress=said)
+        rows = measure_forms(run, w, tuple(backends), params, dtype, budget_s, said=said)
         points.extend(make_point(w, b, params, dtype, rows[b], pk) for b in backends)
     return pk, points
 
 
 def _compile(workloads, size_sets, backends=BACKENDS3, mode: str | None = None) -> None:
-    """`make warm`: call every form once at each set of sizes, in every dtype here (compiles)."""
-    done = set()
-    for dt in dtype_options():
-        for sizes in size_sets:
-            for w in workloads:
-                params = get_workload(w).resolve(workload_params(w, sizes))
-                if (w, tuple(sorted(params.items())), dt) in done:
-                    continue
-                done.add((w, tuple(sorted(params.items())), dt))
-                for b in backends:
-                    if _unavailable(b) is None:
-                        fn, sync, _ = runner(w, b, params, dt, mode)
-                        sync(fn())
+    """`make warm`: every form once at each set of sizes, in every dtype here."""
+    compile_forms([(w, workload_params(w, sizes)) for sizes in size_sets for w in workloads], dtype_options(),
+                  backends, mode)
 
 
-# =======================================================================================
-# Sizes
-# =======================================================================================
 def payoff_defaults(kind: str | None = None) -> dict[str, int]:
     """Panel sizes: N (chain length), T (rows of X / tokens B·S), D (model dim), H (hidden)."""
     if (kind or device_kind()) == "gpu":
@@ -297,150 +152,43 @@ def scaled_sizes(scale: float, kind: str | None = None) -> dict[str, int]:
             "S": d["S"]}
 
 
-def _short(workload: str, params: dict) -> str:
-    return ",".join(f"{k}={_pow(v)}" for k, v in params.items())
-
-
-def _pow(v: int) -> str:
-    if v >= 1024 and v & (v - 1) == 0:
-        return f"2^{int(math.log2(v))}"
-    return f"{v:,}"
-
-
 def _dtype_control() -> Choice:
     return Choice("dtype", "float32", options=dtype_options())
-
-
-def _lean(ax, which: str = "xy") -> None:
-    """Fewer tick objects (matplotlib builds each one slowly): no minor ticks, ≤ 6 major ones.
-    Keeps a redraw well inside the deck's 0.5 s budget on a 2-core CPU."""
-    from matplotlib.ticker import LogLocator, MaxNLocator, NullLocator
-
-    for axis in [a for n, a in (("x", ax.xaxis), ("y", ax.yaxis)) if n in which]:
-        if axis.get_scale() == "log":
-            axis.set_major_locator(LogLocator(base=axis._scale.base if hasattr(axis, "_scale") else 10,
-                                              numticks=7))
-        else:
-            axis.set_major_locator(MaxNLocator(5))
-        axis.set_minor_locator(NullLocator())
-
-
-def _fmt_rate(x: float, unit: str) -> str:
-    for f, p in ((1e12, "T"), (1e9, "G"), (1e6, "M")):
-        if x >= f:
-            return f"{x / f:.3g} {p}{unit}"
-    return f"{x:.3g} {unit}"
-
-
-def _ref_name(reference: dict[str, Any]) -> str:
-    return reference.get("machine_short") or "recorded"
 
 
 # =======================================================================================
 # 1. Three workloads, three outcomes
 # =======================================================================================
-_PAYOFF_LAST: dict[str, tuple] = kept("topics.roofline._PAYOFF_LAST", {})  # workload -> (what it was measured at, its measurement)
-
-
-def measure_payoff(N: int | None = None, T: int | None = None, D: int | None = None, H: int | None = None,
+def measure_payoff(run: Run, N: int | None = None, T: int | None = None, D: int | None = None, H: int | None = None,
                    dtype: str = "float32", budget_s: float = 0.05, backends: tuple[str, ...] = BACKENDS3,
-                   workloads: tuple[str, ...] = PAYOFF_WORKLOADS, progress: Progress | None = None) -> dict[str, Any]:
-    """Latency of each workload × backend. A workload whose sizes, dtype and budget equal its last
-    measurement's is taken from it: a slider re-measures only the workloads it changes."""
+                   workloads: tuple[str, ...] = PAYOFF_WORKLOADS) -> dict[str, Any]:
+    """Latency of each workload × backend. A workload measured last (``run.cache``) at the same sizes,
+    dtype and budget is taken from there: a slider re-measures only the workloads it changes."""
     check_dtype_here(dtype)
     sizes = {**payoff_defaults(), **{k: v for k, v in dict(N=N, T=T, D=D, H=H).items() if v is not None}}
     out: dict[str, Any] = {"dtype": dtype, "sizes": sizes, "backends": list(backends), "workloads": {},
                            "device": torch_device(),
-                           "extra": f"{dtype} · " + ", ".join(f"{k}={_pow(sizes[k])}" for k in "NTDH")}
+                           "extra": f"{dtype} · " + ", ".join(f"{k}={pow_text(sizes[k])}" for k in "NTDH")}
+    last_of = run.kept("payoff_last", dict)  # workload -> (what it was measured at, its measurement)
     total, done = len(workloads) * len(backends), 0
     for w in workloads:
         params = get_workload(w).resolve(workload_params(w, sizes))
         at = (params, dtype, budget_s, tuple(backends))
-        last = _PAYOFF_LAST.get(w)
+        last = last_of.get(w)
         if last is not None and last[0] == at:
             out["workloads"][w] = last[1]
             done += len(backends)
             continue
         def said(b: str, w=w) -> None:
-            if progress:
-                progress(done / total, f"{w} · {plots.label(b)}")
+            run.progress(done / total, f"{w} · {plots.label(b)}")
 
-        rows = measure_forms(w, tuple(backends), params, dtype, budget_s, progress=said)
+        rows = measure_forms(run, w, tuple(backends), params, dtype, budget_s, said=said)
         for r in rows.values():
             r.pop("params", None)
         done += len(backends)
         out["workloads"][w] = {"params": params, "rows": rows}
-        _PAYOFF_LAST[w] = (at, out["workloads"][w])
+        last_of[w] = (at, out["workloads"][w])
     return out
-
-
-def speedup(rows: dict[str, Any], backend: str, base: str = "torch_eager") -> float | None:
-    a, b = rows.get(base, {}), rows.get(backend, {})
-    if a.get("median_s") and b.get("median_s"):
-        return a["median_s"] / b["median_s"]
-    return None
-
-
-def _unit(seconds: float) -> tuple[float, str]:
-    if seconds < 1e-3:
-        return 1e6, "µs"
-    if seconds < 1:
-        return 1e3, "ms"
-    return 1.0, "s"
-
-
-def figure_payoff(data: dict[str, Any], reference: dict[str, Any] | None = None):
-    """One panel per workload: bars per backend (median, p10–p90), speedups vs torch eager,
-    the seed's A100 numbers and (if any) a recorded run's speedups written above."""
-    names = list(data["workloads"])
-    fig, axes = plots.figure(1, len(names))
-    axes = [axes] if len(names) == 1 else list(axes)
-    backends = data["backends"]
-    for ax, w in zip(axes, names):
-        wd = data["workloads"][w]
-        rows = wd["rows"]
-        meds = [rows.get(b, {}).get("median_s") for b in backends]
-        top = max([r.get("p90_s") or 0 for r in rows.values()] + [m or 0 for m in meds]) or 1e-6
-        scale, unit = _unit(top)
-        for i, b in enumerate(backends):
-            r = rows.get(b, {})
-            if not r.get("median_s"):
-                ax.text(i, 0, "n/a", ha="center", va="bottom", fontsize=12, color="#777")
-                continue
-            m = r["median_s"] * scale
-            lo, hi = max(m - r["p10_s"] * scale, 0), max(r["p90_s"] * scale - m, 0)
-            ax.bar(i, m, 0.7, color=plots.color(b), yerr=[[lo], [hi]], capsize=4,
-                   label=plots.label(b) if w == names[0] else None)
-            s = speedup(rows, b)
-            if b != "torch_eager" and s is not None:
-                ax.text(i, m + hi, f"{s:.2f}×", ha="center", va="bottom", fontsize=14, fontweight="bold")
-        ax.set_xticks(range(len(backends)), [TICKS.get(b, b) for b in backends], fontsize=12.5)
-        ax.set_ylabel(f"median per call ({unit})")
-        ax.set_ylim(0, top * scale * 1.45)
-        _lean(ax, "y")
-        ax.grid(axis="x", visible=False)
-        ax.set_title(f"{w}\n{_short(w, wd['params'])}", fontsize=14)
-        lines = []
-        seed = SEED.get(w)
-        if seed:
-            parts = [fmt_seconds(seed[b]).split(" ") for b in backends if b in seed]
-            if len({u for _, u in parts}) == 1:  # one unit: "22.5 / 14.4 / 14.8 ms" fits the panel
-                nums = [v.rstrip("0").rstrip(".") if "." in v else v for v, _ in parts]
-                vals = " / ".join(nums) + f" {parts[0][1]}"
-            else:
-                vals = " / ".join(f"{v} {u}" for v, u in parts)
-            lines.append(f"A100 (seed): {vals}")
-        if reference is not None and w in reference.get("workloads", {}):
-            rr = reference["workloads"][w]["rows"]
-            sp = [speedup(rr, b) for b in backends if b != "torch_eager"]
-            who = _ref_name(reference).split(" ")[0]  # "H100"; the stamp below names it in full
-            lines.append(f"{who} (recorded): {' / '.join(f'{s:.2f}×' if s else '—' for s in sp)}")
-        if lines:
-            ax.text(0.02, 0.98, "\n".join(lines), transform=ax.transAxes, ha="left", va="top", fontsize=11.5,
-                    color=plots.PALETTE["reference"])
-    fig.legend(loc="outside upper center", ncols=len(backends), fontsize=12, frameon=False)
-    plots.stamp_figure(fig, data, reference)
-    return fig
 
 
 def _payoff_controls(kind: str) -> list:
@@ -452,7 +200,7 @@ def _payoff_controls(kind: str) -> list:
             _dtype_control()]
 
 
-def _warm_payoff() -> None:
+def _warm_payoff(_demo: Demo) -> None:
     """The defaults, the size control's scales (N and T) and D or H halved (a slider's neighbour)."""
     d = payoff_defaults()
     _compile(PAYOFF_WORKLOADS, [scaled_sizes(s) for s in WARM_SCALES]
@@ -478,105 +226,28 @@ payoff_claims = Claims(
 payoff = Demo(
     "payoff", "Three workloads, three outcomes",
     controls=_payoff_controls, measure=measure_payoff, figure=figure_payoff, match=("dtype",),
-    warm=_warm_payoff, record={"budget_s": 0.3}, record_quick={"budget_s": 0.1}, claims=payoff_claims,
+    configs=Configs(warm=_warm_payoff, **BUDGETS), claims=payoff_claims,
 )
 
 
 # =======================================================================================
 # 2. The roofline
 # =======================================================================================
-def measure_roofline(workload: str = "chain", scale: float = 1.0, dtype: str = "float32",
-                     budget_s: float = 0.05, backends: tuple[str, ...] = BACKENDS3,
-                     progress: Progress | None = None) -> dict[str, Any]:
+def measure_roofline(run: Run, workload: str = "chain", scale: float = 1.0, dtype: str = "float32",
+                     budget_s: float = 0.05, backends: tuple[str, ...] = BACKENDS3) -> dict[str, Any]:
     """The peaks plus the workload's points (eager costed unfused, compiled costed fused)."""
     if workload not in ROOF_WORKLOADS:
         raise unknown_name("workload", workload, ROOF_WORKLOADS)
-    pk, points = _points((workload,), backends, scale, dtype, budget_s, progress, start=0.3)
+    pk, points = _points(run, (workload,), backends, scale, dtype, budget_s, start=0.3)
     params = points[0]["params"]
     return {"peaks": peaks_for(pk, dtype), "workload": workload, "params": params, "dtype": dtype,
-            "scale": scale, "points": points, "extra": f"{dtype} · {workload} {_short(workload, params)}"}
-
-
-def _roof(ax, pk: dict[str, Any], dtype: str, xs, **kw) -> None:
-    import numpy as np
-
-    p, bw = peak_flops(pk, dtype), pk["bandwidth"]["bytes_per_s"]
-    ax.plot(xs, np.minimum(p, xs * bw), **kw)
-
-
-def figure_roofline(data: dict[str, Any], reference: dict[str, Any] | None = None):
-    """Log-log roofline: measured roofs (solid), spec sheet (dashed, known GPUs), a recorded
-    run's roofs (dotted, its own peaks) and its points for the same workload (hollow), and this
-    workload's eager → compiled points."""
-    import numpy as np
-
-    pk, dtype = data["peaks"], data["dtype"]
-    pts = [p for p in data["points"] if p.get("achieved")]
-    fig, ax = plots.figure()
-    p, bw = peak_flops(pk, dtype), pk["bandwidth"]["bytes_per_s"]
-    spec = spec_sheet(pk.get("device_name"))
-    ref_pk = (reference or {}).get("peaks")
-    if not (ref_pk and dtype in ref_pk.get("compute", {})):
-        ref_pk = None
-    ref_pts = [q for q in reference.get("points", []) if q.get("achieved") and q.get("dtype") == dtype] \
-        if ref_pk and reference.get("workload") == data["workload"] else []
-    intens = [q["intensity"] for q in data["points"]] + [ridge(p, bw)]
-    if spec and dtype in spec:
-        intens.append(ridge(spec[dtype], spec["bandwidth"]))
-    if ref_pk:
-        intens.append(ridge(peak_flops(ref_pk, dtype), ref_pk["bandwidth"]["bytes_per_s"]))
-    lo, hi = min(intens) / 4, max(intens) * 6
-    xs = np.logspace(math.log10(lo), math.log10(hi), 60)
-    where = "recorded" if data.get("recorded") else "this machine"
-    _roof(ax, pk, dtype, xs, color=plots.PALETTE["floor"], lw=2.5,
-          label=f"{where} (measured):\n{_fmt_rate(bw, 'B/s')} copy, {_fmt_rate(p, 'FLOP/s')} {dtype} GEMM")
-    ax.axvline(ridge(p, bw), color=plots.PALETTE["floor"], lw=1, ls=":", alpha=0.6)
-    if spec and dtype in spec:
-        ax.plot(xs, np.minimum(spec[dtype], xs * spec["bandwidth"]), color=plots.PALETTE["accent"], lw=2, ls="--",
-                label=f"{spec['name']} spec sheet:\n{_fmt_rate(spec['bandwidth'], 'B/s')}, "
-                      f"{_fmt_rate(spec[dtype], 'FLOP/s')}")
-    if ref_pk:
-        _roof(ax, ref_pk, dtype, xs, color=plots.PALETTE["reference"], lw=1.5, ls=":",
-              label=f"recorded{' (hollow points)' if ref_pts else ''}:\n{ref_pk.get('device_name', '?')[:30]}, "
-                    f"{str(ref_pk.get('created', ''))[:10]}")
-        for q in ref_pts:
-            ax.scatter(q["intensity"], q["achieved"], s=70, marker=MARKERS.get(q["backend"], "o"),
-                       facecolors="none", edgecolors=plots.color(q["backend"]), linewidths=1.5, zorder=3)
-    for q in pts:
-        ax.scatter(q["intensity"], q["achieved"], s=120, marker=MARKERS.get(q["backend"], "o"),
-                   color=plots.color(q["backend"]), edgecolors="black", linewidths=0.6, zorder=4,
-                   label=f"{plots.label(q['backend'])}: {fmt_seconds(q['median_s'])}")
-    by = {q["backend"]: q for q in pts}
-    if "torch_eager" in by and "torch_compile" in by:
-        e, c = by["torch_eager"], by["torch_compile"]
-        ax.annotate("", xy=(c["intensity"], c["achieved"]), xytext=(e["intensity"], e["achieved"]),
-                    arrowprops=dict(arrowstyle="->", color=plots.color("torch_compile"), lw=1.8), zorder=3)
-        ax.annotate(f"torch.compile: intensity ×{c['intensity'] / e['intensity']:.1f}, "
-                    f"FLOP/s ×{c['achieved'] / e['achieved']:.1f}", xy=(c["intensity"], c["achieved"]),
-                    xytext=(12, -26), textcoords="offset points", ha="left", fontsize=12.5,
-                    color=plots.color("torch_compile"))
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    ax.set_xlim(lo, hi)
-    ys = [q["achieved"] for q in pts + ref_pts] + [p]
-    if spec and dtype in spec:
-        ys.append(spec[dtype])
-    if ref_pk:
-        ys.append(peak_flops(ref_pk, dtype))
-    ax.set_ylim(min(min(ys) / 5, lo * bw), max(ys) * 3)
-    _lean(ax)
-    ax.set_xlabel("arithmetic intensity (FLOP / byte, analytic)")
-    ax.set_ylabel("FLOP/s (achieved)")
-    ax.set_title(f"{data['workload']} ({_short(data['workload'], data['params'])}, {dtype}) on the roofline", fontsize=15)
-    ax.legend(loc="center left", bbox_to_anchor=(1.01, 0.5), fontsize=11.5, frameon=False)
-    plots.stamp_figure(fig, data, reference)
-    return fig
+            "scale": scale, "points": points, "extra": f"{dtype} · {workload} {short_sizes(workload, params)}"}
 
 
 SCALES = [("×1/16", 1 / 16), ("×1/4", 0.25), ("×1/2", 0.5), ("×1 (default)", 1.0), ("×2", 2.0), ("×4", 4.0)]
 
 
-def _warm_roofline() -> None:
+def _warm_roofline(_demo: Demo) -> None:
     peaks(dtype_options())
     _compile(ROOF_WORKLOADS, [scaled_sizes(s) for s in WARM_SCALES])
 
@@ -609,90 +280,27 @@ roofline = Demo(
                            Choice("workload", "chain", options=ROOF_WORKLOADS), _dtype_control()],
     measure=measure_roofline, figure=figure_roofline,
     # the recorded roofs are drawn beside any workload; its points only beside the same workload
-    match=("dtype",), warm=_warm_roofline, record={"budget_s": 0.3}, record_quick={"budget_s": 0.1},
-    claims=roofline_claims,
+    match=("dtype",), configs=Configs(warm=_warm_roofline, **BUDGETS), claims=roofline_claims,
 )
 
 
 # =======================================================================================
 # 3. Predicted vs measured
 # =======================================================================================
-def measure_predicted(scale: float = 1.0, dtype: str = "float32", budget_s: float = 0.05,
-                      workloads: tuple[str, ...] = PAYOFF_WORKLOADS, backends: tuple[str, ...] = BACKENDS3,
-                      progress: Progress | None = None) -> dict[str, Any]:
-    pk, points = _points(workloads, backends, scale, dtype, budget_s, progress)
-    shown = "; ".join(dict.fromkeys(f"{q['workload']} " + ",".join(_pow(v) for v in q["params"].values())
+def measure_predicted(run: Run, scale: float = 1.0, dtype: str = "float32", budget_s: float = 0.05,
+                      workloads: tuple[str, ...] = PAYOFF_WORKLOADS,
+                      backends: tuple[str, ...] = BACKENDS3) -> dict[str, Any]:
+    pk, points = _points(run, workloads, backends, scale, dtype, budget_s)
+    shown = "; ".join(dict.fromkeys(f"{q['workload']} " + ",".join(pow_text(v) for v in q["params"].values())
                                     for q in points))
     return {"peaks": peaks_for(pk, dtype), "dtype": dtype, "scale": scale, "points": points,
             "extra": f"{dtype} · {shown}"}
 
 
-def figure_predicted(data: dict[str, Any], reference: dict[str, Any] | None = None):
-    """One row per point: predicted (grey diamond) and measured (coloured marker) time on a log
-    axis, joined by a line; measured ÷ predicted and the reason in the right-hand column."""
-    pts = data["points"]
-    fig, (ax, tx) = plots.figure(1, 2, width_ratios=[1.25, 1], sharey=True)
-    ys = list(range(len(pts)))[::-1]
-    times = [q["predicted_s"] for q in pts] + [q["median_s"] for q in pts if q.get("median_s")]
-    lo, hi = min(times) / 3, max(times) * 3
-    ref_label = f"recorded run, {_ref_name(reference)} (its sizes)" if reference is not None else ""
-    for y, q in zip(ys, pts):
-        ax.scatter(q["predicted_s"], y, marker="D", s=60, color=plots.PALETTE["reference"], zorder=3,
-                   label="predicted" if y == ys[0] else None)
-        if q.get("median_s"):
-            ax.plot([q["predicted_s"], q["median_s"]], [y, y], color="#999", lw=1.2, zorder=2)
-            ax.scatter(q["median_s"], y, s=80, color=plots.color(q["backend"]), zorder=4,
-                       marker=MARKERS.get(q["backend"], "o"))
-            tx.text(0.0, y, f"×{q['ratio']:.1f}", va="center", fontsize=12.5, fontweight="bold")
-        else:
-            tx.text(0.0, y, q.get("error") or "not measured", va="center", fontsize=12, color="#b00020")
-        r = next((p for p in (reference or {}).get("points", []) if p["workload"] == q["workload"]
-                  and p["backend"] == q["backend"] and p.get("median_s")), None)
-        if r is not None:
-            ax.scatter(r["median_s"], y, s=60, facecolors="none", edgecolors=plots.PALETTE["reference"], zorder=3,
-                       label=ref_label if ref_label not in ax.get_legend_handles_labels()[1] else None)
-            lo, hi = min(lo, r["median_s"] / 3), max(hi, r["median_s"] * 3)
-    # the reasons: one per run of rows that share it (two backends often do), centred on the run
-    runs: list[list] = []
-    for y, q in zip(ys, pts):
-        if q.get("median_s"):
-            if runs and runs[-1][1] == q["why"] and runs[-1][0][-1] == y + 1:
-                runs[-1][0].append(y)
-            else:
-                runs.append([[y], q["why"]])
-    for yy, why in runs:
-        tx.text(0.19, sum(yy) / len(yy), textwrap.fill(why, 46), va="center", fontsize=11.5, linespacing=1.0)
-        if len(yy) > 1:  # a bracket: the reason holds for every row it spans
-            tx.plot([0.17, 0.17], [min(yy) - 0.3, max(yy) + 0.3], color="#999999", lw=1.5)
-    ax.set_yticks(ys, [f"{q['workload']} · {plots.label(q['backend'])}" for q in pts], fontsize=12)
-    ax.set_xscale("log")
-    ax.set_xlim(lo, hi)
-    ax.set_ylim(-0.6, len(pts) - 0.4)
-    _lean(ax, "x")  # the y ticks are the rows: every one labelled
-    ax.set_xlabel("seconds per call (log)")
-    pk = data["peaks"]
-    roofs = f"{_fmt_rate(pk['bandwidth']['bytes_per_s'], 'B/s')}, {_fmt_rate(peak_flops(pk, data['dtype']), 'FLOP/s')}"
-    ax.set_title(f"◆ max(FLOPs÷peak, bytes÷bandwidth) vs measured\n({data['dtype']}; roofs {roofs})", fontsize=14)
-    ax.grid(axis="y", visible=False)
-    from matplotlib.lines import Line2D
-
-    handles, labels = ax.get_legend_handles_labels()
-    handles.insert(1, Line2D([], [], marker="o", ls="none", ms=8, color="#555555"))
-    labels.insert(1, "measured median (backend's colour)")
-    # above both panels: inside the left one, a recorded run's third entry squeezed its axes
-    fig.legend(handles, labels, loc="outside upper left", ncols=len(labels), fontsize=11.5, frameon=False,
-               columnspacing=1.0, handletextpad=0.3)
-    tx.set_xlim(0, 1)
-    tx.axis("off")
-    tx.set_title("measured ÷ predicted, and why", fontsize=14)
-    plots.stamp_figure(fig, data, reference)
-    return fig
-
-
 PREDICTED_SCALES = [("×1/64", 1 / 64), ("×1/16", 1 / 16), ("×1/4", 0.25), ("×1 (default)", 1.0), ("×4", 4.0)]
 
 
-def _warm_predicted() -> None:
+def _warm_predicted(_demo: Demo) -> None:
     """The default and the size control's neighbour (×1/4); other sizes compile on Run."""
     peaks(dtype_options())
     _compile(PAYOFF_WORKLOADS, [scaled_sizes(1.0), scaled_sizes(0.25)])
@@ -716,8 +324,8 @@ predicted_claims = Claims(
 predicted = Demo(
     "predicted", "Predicted vs measured",
     controls=lambda kind: [Choice("scale", 1.0, label="size", options=PREDICTED_SCALES), _dtype_control()],
-    measure=measure_predicted, figure=figure_predicted, run_button=True, opens="kept", match=("dtype",),
-    warm=_warm_predicted, record={"budget_s": 0.3}, record_quick={"budget_s": 0.1}, claims=predicted_claims,
+    measure=measure_predicted, figure=figure_predicted, pacing="warmed", match=("dtype",),
+    configs=Configs(warm=_warm_predicted, **BUDGETS), claims=predicted_claims,
 )
 
 
@@ -725,10 +333,6 @@ predicted = Demo(
 # 4. Overheads removed differently: reduce-overhead (CUDA graphs) vs default
 # =======================================================================================
 OVERHEAD_MODES = ("eager", "default", "reduce-overhead")
-MODE_COLORS = {"eager": plots.PALETTE["torch_eager"], "default": plots.PALETTE["torch_compile"],
-               "reduce-overhead": "#56B4E9"}
-MODE_LABELS = {"eager": "torch eager", "default": "torch.compile (default)",
-               "reduce-overhead": 'torch.compile(mode="reduce-overhead")'}
 
 
 def overhead_sizes(kind: str | None = None, largest: int | None = None) -> list[int]:
@@ -741,9 +345,8 @@ def overhead_sizes(kind: str | None = None, largest: int | None = None) -> list[
     return [2**k for k in range(lo, hi + 1, 2)]
 
 
-def measure_overheads(largest: int | None = None, dtype: str = "float32", budget_s: float = 0.04,
-                      workload: str = "complex_activation", sizes: list[int] | None = None,
-                      progress: Progress | None = None) -> dict[str, Any]:
+def measure_overheads(run: Run, largest: int | None = None, dtype: str = "float32", budget_s: float = 0.04,
+                      workload: str = "complex_activation", sizes: list[int] | None = None) -> dict[str, Any]:
     """Latency vs size of eager, default compile and reduce-overhead compile at small sizes
     (where fixed per-call costs dominate): the sweep ``overhead_sizes(largest)``, or ``sizes``."""
     check_dtype_here(dtype)
@@ -753,16 +356,15 @@ def measure_overheads(largest: int | None = None, dtype: str = "float32", budget
     # sizes outer, modes inner: a burst of load on a shared machine hits every mode alike
     for n in sizes:
         for mode in OVERHEAD_MODES:
-            if progress:
-                progress(k / todo, f"{MODE_LABELS[mode]} · N={_pow(n)}")
+            run.progress(k / todo, f"{MODE_LABELS[mode]} · N={pow_text(n)}")
             b = "torch_eager" if mode == "eager" else "torch_compile"
-            r = measure_one(workload, b, {"N": n}, dtype, budget_s, mode=None if mode in ("eager", "default") else mode,
-                            min_samples=5)
+            r = measure_form(run, workload, b, {"N": n}, dtype, budget_s,
+                             mode=None if mode in ("eager", "default") else mode, min_samples=5)
             r.pop("params", None)
             rows[mode].append(r)
             k += 1
     return {"workload": workload, "dtype": dtype, "sizes": sizes, "device": torch_device(), "modes": rows,
-            "extra": f"{dtype} · {workload} N={_pow(sizes[0])}…{_pow(sizes[-1])}"}
+            "extra": f"{dtype} · {workload} N={pow_text(sizes[0])}…{pow_text(sizes[-1])}"}
 
 
 def overhead_floor(data: dict[str, Any], mode: str) -> float:
@@ -770,39 +372,7 @@ def overhead_floor(data: dict[str, Any], mode: str) -> float:
     return data["modes"][mode][0]["median_s"]
 
 
-def figure_overheads(data: dict[str, Any], reference: dict[str, Any] | None = None):
-    fig, ax = plots.figure()
-    sizes = data["sizes"]
-    for mode, rows in data["modes"].items():
-        ls = "--" if mode == "reduce-overhead" else "-"
-        ax.plot(sizes, [r["median_s"] * 1e6 for r in rows], ls, marker="o", color=MODE_COLORS[mode], lw=2.2,
-                label=f"{MODE_LABELS[mode]}: floor {fmt_seconds(rows[0]['median_s'])}")
-        ax.fill_between(sizes, [r["p10_s"] * 1e6 for r in rows], [r["p90_s"] * 1e6 for r in rows],
-                        color=MODE_COLORS[mode], alpha=0.12, lw=0)
-    if reference is not None and reference.get("modes"):
-        for mode, rows in reference["modes"].items():
-            ax.plot(reference["sizes"], [r["median_s"] * 1e6 for r in rows], ":", color=MODE_COLORS.get(mode, "#777"),
-                    lw=1.5, alpha=0.8)
-        ax.text(0.99, 0.02, f"dotted: recorded on {_ref_name(reference)}", transform=ax.transAxes,
-                ha="right", va="bottom", fontsize=11.5, color=plots.PALETTE["reference"])
-    ax.set_xscale("log", base=2)
-    ax.set_yscale("log")
-    _lean(ax)
-    ax.set_xlabel(f"N (elements of x and y), {data['workload']}")
-    ax.set_ylabel("median per call (µs)")
-    if data["device"] == "cuda":
-        note = ("GPU: fusion already left one launch per call, so a CUDA graph has nothing to batch; "
-                "its replay and checks cost about as much as the launch they replace, or more")
-    else:
-        note = ("CPU: no kernel launches to batch, so reduce-overhead has nothing to remove "
-                "(CUDA graphs need a GPU); both compiled modes run the same C++")
-    ax.set_title(textwrap.fill(note, 95), fontsize=13)
-    ax.legend(loc="upper left", fontsize=12)
-    plots.stamp_figure(fig, data, reference)
-    return fig
-
-
-def _warm_overheads() -> None:
+def _warm_overheads(_demo: Demo) -> None:
     for mode in (None, "reduce-overhead"):
         _compile(("complex_activation",), [{"N": n} for n in overhead_sizes()], ("torch_compile",), mode)
 
@@ -827,6 +397,6 @@ overheads = Demo(
     controls=lambda kind: [Pow2("largest", 2**(22 if kind == "gpu" else 18), label="largest N",
                                 lo=10 if kind == "gpu" else 8, hi=22 if kind == "gpu" else 18),
                            _dtype_control()],
-    measure=measure_overheads, figure=figure_overheads, run_button=True, opens="kept", match=("dtype",),
-    warm=_warm_overheads, record={"budget_s": 0.3}, record_quick={"budget_s": 0.1}, claims=overheads_claims,
+    measure=measure_overheads, figure=figure_overheads, pacing="warmed", match=("dtype",),
+    configs=Configs(warm=_warm_overheads, **BUDGETS), claims=overheads_claims,
 )
