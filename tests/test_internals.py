@@ -14,7 +14,9 @@ from demos.engine.errors import DemoError
 from demos.engine.measurement import Run
 from demos.engine.results import Record
 from demos.introspection import dynamo
+from demos.engine.convert import to_jax
 from demos.topics import internals
+from demos.topics import internals_examples as examples
 
 # the tests that only read a deterministic measurement (stages, explanations) share one cache, as
 # a panel's measurements do; a test that needs its own measurement passes a fresh Run()
@@ -43,7 +45,7 @@ def test_claim_same_counts_as_torch_dynamo_explain():
 
     d = internals.measure_breaks(SHARED, "branch")
     x = internals._inputs_1d(d["N"], "float32")
-    ex = torch._dynamo.explain(internals.branch_torch)(x)  # resets Dynamo: fine inside a test
+    ex = torch._dynamo.explain(examples.branch_torch)(x)  # resets Dynamo: fine inside a test
     assert (ex.graph_count, ex.graph_break_count) == (d["torch"]["graphs"], d["torch"]["breaks"])
 
 
@@ -61,13 +63,13 @@ def test_claim_print_breaks_dynamo_and_runs_once_at_trace_time_under_jit():
 @pytest.mark.parametrize("sign", [1.0, -1.0])
 def test_claim_fixed_versions_are_one_graph_and_run_under_jit_with_matching_outputs(variant, sign):
     v = internals.VARIANTS[variant]
-    internals._bind_frameworks(need_jax=True)
+    examples._bind_frameworks(need_jax=True)
     x = internals._inputs_1d(4096, "float32", sign=sign)
-    eager_branch = internals.branch_torch(x).numpy()  # the broken original, eager: the truth
+    eager_branch = examples.branch_torch(x).numpy()  # the broken original, eager: the truth
     ex = dynamo.explain(v["torch"], x)
     assert (ex["graphs"], ex["breaks"]) == (1, 0)
     np.testing.assert_allclose(ex["output"].numpy(), eager_branch, rtol=2e-3, atol=2e-3)
-    ja = dynamo.jit_attempt(v["jax"], internals._to_jax(x), printed_to=internals.LOG)
+    ja = dynamo.jit_attempt(v["jax"], to_jax(x), printed_to=examples.LOG)
     assert ja["ok"], ja["error"]
     np.testing.assert_allclose(np.asarray(ja["output"]), eager_branch, rtol=2e-3, atol=2e-3)
 
@@ -75,7 +77,7 @@ def test_claim_fixed_versions_are_one_graph_and_run_under_jit_with_matching_outp
 def test_the_two_inputs_take_different_branches():
     import torch
 
-    internals._bind_frameworks()
+    examples._bind_frameworks()
     x = internals._inputs_1d(4096, "float32")
     s = (torch.sin(x) * 2).sum().item(), (torch.sin(-x) * 2).sum().item()
     assert s[0] * s[1] < 0, s

@@ -31,7 +31,8 @@ from typing import Any, Callable
 from demos.engine.devices import check_dtype, free_memory_bytes, require_jax, require_torch, torch_device
 from demos.engine.errors import DemoError
 from demos.engine.timing import measure, quantile
-from demos.engine.protocol import fresh_function, engine_cache
+from demos.engine.convert import to_jax
+from demos.engine.protocol import engine_cache, fresh_function
 
 LR, BETAS, EPS, WEIGHT_DECAY = 1e-3, (0.9, 0.999), 1e-8, 0.01
 LN_EPS = 1e-5
@@ -317,9 +318,8 @@ def jax_params(model) -> list[dict[str, Any]]:
 
 
 def jax_array(t):
-    import jax.numpy as jnp
-
-    return jnp.asarray(t.detach().float().cpu().numpy()).astype(str(t.dtype).replace("torch.", ""))
+    """A torch tensor as a JAX array of the same values and dtype (:func:`demos.engine.convert.to_jax`)."""
+    return to_jax(t, put=False)
 
 
 def jax_layer_norm(x, w, b):

@@ -17,6 +17,7 @@ from typing import Any, Callable, Iterable, Iterator
 
 from demos.engine.devices import device_kind, device_name, dtype_supported, jax_backend, jax_or_none, \
     require_torch, set_threads, torch_device
+from demos.engine.convert import to_jax
 from demos.engine.errors import DemoError, is_oom, release_memory
 from demos.engine.timing import measure, sync_jax, sync_torch
 from demos.engine.workloads import available, get as get_workload, prepare
@@ -164,11 +165,7 @@ def measure_gemm(dtype: str = "float32", n: int | None = None, budget_s: float =
     if jax_or_none() is not None and jax_same_device():
         from demos.engine.workloads import jitted
 
-        jax = jax_or_none()
-        import jax.numpy as jnp
-
-        ja = jax.device_put(jnp.asarray(a.float().cpu().numpy()).astype(getattr(jnp, dtype)))
-        jb = jax.device_put(jnp.asarray(b.float().cpu().numpy()).astype(getattr(jnp, dtype)))
+        ja, jb = to_jax(a, dtype), to_jax(b, dtype)
         f = jitted(_mm)
         t = measure(lambda: f(ja, jb), sync_jax(), warmup=1, budget_s=budget_s, min_samples=5)
         rates["jax"], medians["jax"] = flops / t.p10, flops / t.median

@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import functools
 import inspect
-import io
 import json
 import re
 import time
@@ -37,12 +36,14 @@ from typing import Any, Callable
 
 from demos.deck.claims import Claim, Claims
 from demos.deck.demo import Choice, Configs, Demo, Pow2
+from demos.engine.convert import to_jax, to_numpy
 from demos.engine.devices import device_kind, require_jax, require_torch, set_threads, torch_device
-from demos.engine.errors import DemoError, one_line, unknown_name
+from demos.engine.errors import DemoError, one_line
 from demos.engine.measurement import Run
 from demos.engine.timing import sync_for
 from demos.engine.workloads import compiled_torch, jitted, tolerance
 from demos.introspection import codegen, dynamo
+from demos.topics.internals_examples import LOG, VARIANTS, _bind_frameworks, _variant  # noqa: F401
 from demos.topics.internals_figures import (JAX_STAGES, TORCH_STAGES, figure_breaks, figure_capture_cost,
                                             figure_guards, figure_pipeline)
 
@@ -50,123 +51,11 @@ DTYPES = ("float32", "bfloat16")
 PIPELINE_WORKLOADS = ("complex_activation", "chain", "two_matmuls", "mlp_block", "mlp_dead_code")
 
 
-# =======================================================================================
-# The example functions: a data-dependent branch, a print, and their fixes (torch / JAX twins)
-# =======================================================================================
-LOG = io.StringIO()  # where the examples' print writes (read by dynamo.jit_attempt, never the console)
-
-
-def branch_torch(x):
-    y = torch.sin(x) * 2.0
-    if y.sum() > 0:  # a Python bool of a tensor value
-        return torch.relu(torch.cos(y) * x + 1.0)
-    return torch.relu(torch.tanh(y) * x - 1.0)
-
-
-def print_torch(x):
-    y = torch.sin(x) * 2.0
-    print("checkpoint:", y.shape, file=LOG)
-    return torch.relu(torch.cos(y) * x + 1.0)
-
-
-def where_torch(x):
-    y = torch.sin(x) * 2.0
-    pos = torch.relu(torch.cos(y) * x + 1.0)
-    neg = torch.relu(torch.tanh(y) * x - 1.0)
-    return torch.where(y.sum() > 0, pos, neg)
-
-
-def _pos_torch(y, x):
-    return torch.relu(torch.cos(y) * x + 1.0)
-
-
-def _neg_torch(y, x):
-    return torch.relu(torch.tanh(y) * x - 1.0)
-
-
-def cond_torch(x):
-    y = torch.sin(x) * 2.0
-    return torch.cond(y.sum() > 0, _pos_torch, _neg_torch, (y, x))
-
-
-def branch_jax(x):
-    y = jnp.sin(x) * 2.0
-    if y.sum() > 0:  # a Python bool of a traced value
-        return jax.nn.relu(jnp.cos(y) * x + 1.0)
-    return jax.nn.relu(jnp.tanh(y) * x - 1.0)
-
-
-def print_jax(x):
-    y = jnp.sin(x) * 2.0
-    print("checkpoint:", y, file=LOG)
-    return jax.nn.relu(jnp.cos(y) * x + 1.0)
-
-
-def where_jax(x):
-    y = jnp.sin(x) * 2.0
-    pos = jax.nn.relu(jnp.cos(y) * x + 1.0)
-    neg = jax.nn.relu(jnp.tanh(y) * x - 1.0)
-    return jnp.where(y.sum() > 0, pos, neg)
-
-
-def _pos_jax(y, x):
-    return jax.nn.relu(jnp.cos(y) * x + 1.0)
-
-
-def _neg_jax(y, x):
-    return jax.nn.relu(jnp.tanh(y) * x - 1.0)
-
-
-def cond_jax(x):
-    y = jnp.sin(x) * 2.0
-    return jax.lax.cond(y.sum() > 0, _pos_jax, _neg_jax, y, x)
-
-
-def _bind_frameworks(need_jax: bool = False) -> None:
-    """torch / jax / jnp become this module's globals on first use (importing demos stays cheap)."""
-    g = globals()
-    if "torch" not in g:
-        g["torch"] = require_torch()
-    if need_jax and "jax" not in g:
-        g["jax"] = require_jax()
-        import jax.numpy as _jnp
-
-        g["jnp"] = _jnp
-
-
-VARIANTS: dict[str, dict[str, Any]] = {
-    "branch": dict(torch=branch_torch, jax=branch_jax, fixed=False, title="data-dependent branch"),
-    "print": dict(torch=print_torch, jax=print_jax, fixed=False, title="side effect: print"),
-    "where": dict(torch=where_torch, jax=where_jax, fixed=True, title="fixed: torch.where / jnp.where"),
-    "cond": dict(torch=cond_torch, jax=cond_jax, fixed=True, title="fixed: torch.cond / lax.cond"),
-}
-
-
-def _variant(name: str) -> dict[str, Any]:
-    if name not in VARIANTS:
-        raise unknown_name("function", name, VARIANTS)
-    return VARIANTS[name]
-
-
 def _inputs_1d(N: int, dtype: str, sign: float = 1.0):
     """One input vector for the branch examples (torch, on the torch device)."""
     torch_ = require_torch()
     x = torch_.randn(N, generator=torch_.Generator().manual_seed(1)) * sign
     return x.to(device=torch_device(), dtype=getattr(torch_, dtype))
-
-
-def _to_jax(x):
-    jax_ = require_jax()
-    import jax.numpy as jnp_
-
-    arr = jnp_.asarray(x.detach().float().cpu().numpy())
-    return jax_.device_put(arr.astype(getattr(jnp_, str(x.dtype).replace("torch.", ""))))
-
-
-def _numpy(out):
-    import numpy as np
-
-    return np.asarray(out.detach().float().cpu().numpy() if hasattr(out, "detach") else out.astype("float32"))
 
 
 # =======================================================================================
@@ -393,16 +282,17 @@ def measure_breaks(run: Run, variant: str = "branch", N: int | None = None, dtyp
     run.progress(0.1, "Dynamo: explaining…")
     x = _inputs_1d(N, dtype)
     ex = dynamo.explain(v["torch"], x)
-    ref = _numpy(v["torch"](x))
+    ref = to_numpy(v["torch"](x))
     data: dict[str, Any] = {"variant": variant, "N": N, "dtype": dtype, "device": torch_device(),
                             "title": v["title"], "fixed": v["fixed"], "torch_source": source_lines(v["torch"]),
-                            "torch_matches": bool(np.allclose(_numpy(ex.pop("output")), ref, **tolerance(dtype))),
+                            "torch_matches": bool(np.allclose(to_numpy(ex.pop("output")), ref, **tolerance(dtype))),
                             "torch": ex, "extra": f"{v['title']}, N={N:,}, {dtype}"}
     try:
+        require_jax()  # no JAX: one line on the JAX side, the torch side still draws
         _bind_frameworks(need_jax=True)
-        ja = dynamo.jit_attempt(v["jax"], _to_jax(x), printed_to=LOG)
+        ja = dynamo.jit_attempt(v["jax"], to_jax(x), printed_to=LOG)
         if ja.get("output") is not None:
-            ja["matches"] = bool(np.allclose(_numpy(ja["output"]), ref, **tolerance(dtype)))
+            ja["matches"] = bool(np.allclose(to_numpy(ja["output"]), ref, **tolerance(dtype)))
         ja.pop("output", None)
         data.update(jax=ja, jax_source=source_lines(v["jax"]))
     except DemoError as exc:
@@ -479,8 +369,9 @@ def _cost_row(run: Run, key: str, backend: str, label: str, variant: str, x, N: 
     elif backend == "torch_compile":
         fn, args = compiled_torch(v["torch"], dynamic=False), (x,)
     else:
+        require_jax()  # no JAX: one line on the JAX side, the torch side still draws
         _bind_frameworks(need_jax=True)
-        fn, args = jitted(v["jax"]), (_to_jax(x),)
+        fn, args = jitted(v["jax"]), (to_jax(x),)
     sync = sync_for(backend, torch_device())
     fkey = ("first call", key, N, dtype, torch_device())
     if fkey not in run.cache:
@@ -492,7 +383,7 @@ def _cost_row(run: Run, key: str, backend: str, label: str, variant: str, x, N: 
     if graphs is None:
         graphs = measure_breaks(Run(run.cache), variant, N, dtype)["torch"]["graphs"]  # its progress: none
     return {"median_s": t.median, "p10_s": t.p10, "p90_s": t.p90, "n": t.n, "first_call_s": run.cache[fkey],
-            "graphs": graphs, "output": _numpy(fn(*args))}
+            "graphs": graphs, "output": to_numpy(fn(*args))}
 
 
 def measure_capture_cost(run: Run, N: int | None = None, dtype: str = "float32", budget_s: float = 0.06,
