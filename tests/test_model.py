@@ -3,7 +3,7 @@ and the slides' claims hold on this device. Every panel drawing, recording and r
 every control is tests/test_demos.py's; the notebook executing is tests/test_notebooks.py's.
 
 Sizes: the CPU defaults (4 layers, D=128, 4 heads, batch 4 × seq 64) unless a test says
-otherwise; measurements are reused through the module's bundle cache."""
+otherwise; the tests here share one ``Run`` (RUN), so its cache keeps each size's bundle."""
 from __future__ import annotations
 
 import math
@@ -15,9 +15,11 @@ import demos  # noqa: F401  (environment before torch/JAX)
 from demos.engine import model_zoo as zoo
 from demos.engine.devices import torch_device
 from demos.engine.errors import DemoError, one_line
+from demos.engine.measurement import Run
 from demos.topics import model
 
 cpu_only = pytest.mark.skipif(torch_device() != "cpu", reason="CPU form of the claim (GPU form: -m gpu)")
+RUN = Run()  # one demo's memory for the whole module: its bundles (compiled models) are reused
 
 
 # =======================================================================================
@@ -39,7 +41,7 @@ def test_bad_sizes_are_one_clear_line():
     with pytest.raises(DemoError, match="not divisible"):
         zoo.check(zoo.Config(width=100, heads=3))
     with pytest.raises(DemoError, match="caches"):
-        model.measure_compile_cost(caches="lukewarm")
+        model.measure_compile_cost(Run(), caches="lukewarm")
 
 
 def test_break_even_and_the_op_split():
@@ -53,7 +55,7 @@ def test_break_even_and_the_op_split():
 # =======================================================================================
 def test_forward_outputs_of_the_four_forms_agree():
     with model.threads():
-        agree = model.agreement(model.bundle(model.config()))
+        agree = model.agreement(model.bundle(RUN, model.config()))
     assert set(agree) == {"torch_compile", "jax_eager", "jax_jit"}
     assert model.speed_claims["agree"].holds(max(agree.values()), "cpu"), agree  # max |Δ| ÷ max |y|, float32
 
@@ -62,7 +64,7 @@ def test_compiled_training_gradients_match_eager_and_jax():
     import jax
     import numpy as np
 
-    b = model.bundle(model.config())
+    b = model.bundle(RUN, model.config())
     grads = {}
     with model.threads():
         b.run("torch_compile", True)  # compiled (warm) and stepped once: compare at the current weights
@@ -93,7 +95,8 @@ def _fresh(expr: str):
     import sys
     from pathlib import Path
 
-    code = f"import json, demos\nfrom demos.topics import model\nprint(json.dumps({expr}, default=str))"
+    code = ("import json, demos\nfrom demos.engine.measurement import Run\nfrom demos.topics import model\n"
+            f"print(json.dumps({expr}, default=str))")
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=900,
                          cwd=Path(__file__).resolve().parent.parent)
     assert run.returncode == 0, run.stderr[-2000:]
@@ -101,13 +104,13 @@ def _fresh(expr: str):
 
 
 def test_claim_eager_issues_many_times_the_ops_compiled_launches():
-    fw = _fresh('model.measure_ops(step="inference")')
+    fw = _fresh('model.measure_ops(Run(), step="inference")')
     # slide: one forward of the 4-layer stack, eager 196 aten ops (49 per block) → one graph, 21 fused
     # kernels + 16 library calls (mm/bmm): ~9× as many ops as fused kernels, ~5× as all launches;
     # Inductor matched softmax(QKᵀ)V to one attention kernel. The thresholds: model.ops_claims
     claims = model.ops.check_claims(fw)
     assert len(claims) >= 3 and all(claims.values()), (claims, model.ops_totals(fw))
-    tr = _fresh('model.measure_ops(step="training")')
+    tr = _fresh('model.measure_ops(Run(), step="training")')
     # forward + backward: many times as many eager ops as fused kernels; a step issues ~660 ops in all
     claims = model.ops.check_claims(tr)
     assert claims and all(claims.values()), (claims, model.ops_totals(tr))
@@ -116,7 +119,7 @@ def test_claim_eager_issues_many_times_the_ops_compiled_launches():
 @cpu_only
 def test_claim_compiled_training_step_faster_than_eager_at_an_op_heavy_size():
     # slide: batch 1 × seq 32, D=64 (4 layers) — measured ×1.2–1.3 on the 2-core machine
-    d = model.measure_speed(step="training", **model.OP_HEAVY["cpu"], budget_s=0.5)
+    d = model.measure_speed(RUN, step="training", **model.OP_HEAVY["cpu"], budget_s=0.5)
     claims = model.speed.check_claims(d)
     assert model.speed_claims["op_heavy"].render(d) in claims and all(claims.values()), (claims, d["rows"])
 
@@ -124,8 +127,8 @@ def test_claim_compiled_training_step_faster_than_eager_at_an_op_heavy_size():
 @cpu_only
 def test_claim_the_speedup_shrinks_when_big_matmuls_dominate():
     # slide: ~1.2–1.3× at 1 × 32, D=64; about 1.0 (0.9–1.05 measured) at 4 × 64, D=512
-    small = model.measure_speed(step="training", **model.OP_HEAVY["cpu"], budget_s=0.5)["speedup"]["torch_compile"]
-    b = model.bundle(model.config(width=512))
+    small = model.measure_speed(RUN, step="training", **model.OP_HEAVY["cpu"], budget_s=0.5)["speedup"]["torch_compile"]
+    b = model.bundle(RUN, model.config(width=512))
     with model.threads():
         b.run("torch_compile", True)
         t = zoo.time_forms({"eager": (lambda: b.run("torch_eager", True), lambda _o: None),
@@ -135,7 +138,7 @@ def test_claim_the_speedup_shrinks_when_big_matmuls_dominate():
 
 
 def test_claim_compiled_peak_memory_no_higher_and_aot_splits_the_graph():
-    d = _fresh("model.measure_backward()")
+    d = _fresh("model.measure_backward(Run())")
     # peak "no higher"; one forward, one backward graph, each fused; the compiled forward saves no
     # more tensors; remat keeps only the block inputs. The thresholds: model.backward_claims
     claims = model.backward.check_claims(d)
@@ -147,9 +150,10 @@ def test_claim_regional_compile_beats_whole_stack_compile():
     # (4 layers: ~6 vs ~11 s; measured first, regional pays any one-time cost left)
     cfg = model.config(layers=8)
     with model.threads():
-        model.warm_compiler()
-        _, regional = model._first_step(cfg, "regional", "bypassed")
-        _, whole = model._first_step(cfg, "whole", "bypassed")
+        run = Run()
+        model.warm_compiler(run)
+        _, regional = model._first_step(run, cfg, "regional", "bypassed")
+        _, whole = model._first_step(run, cfg, "whole", "bypassed")
     # whole 1 graph, regional 2: the first block's input needs no grad
     assert model.compile_cost_claims.select("graphs")({"whole": whole, "regional": regional}) == \
         {model.compile_cost_claims["graphs"].render({}): True}, (regional, whole)
@@ -168,7 +172,7 @@ def test_claim_set_stance_stops_a_shape_varying_loop_recompiling():
 # =======================================================================================
 @pytest.mark.gpu
 def test_gpu_claim_compiled_training_step_faster_at_gpu_defaults():
-    d = model.measure_speed(step="training", budget_s=1.0)
+    d = model.measure_speed(Run(), step="training", budget_s=1.0)
     claims = model.speed.check_claims(d)
     assert model.speed_claims["training"].render(d) in claims and all(claims.values()), (claims, d["rows"])
     assert "torch_compile_ro" in d["rows"]  # reduce-overhead is measured on CUDA
@@ -176,18 +180,18 @@ def test_gpu_claim_compiled_training_step_faster_at_gpu_defaults():
 
 @pytest.mark.gpu
 def test_gpu_claim_eager_issues_many_times_the_ops_compiled_launches():
-    d = model.measure_ops(step="inference")
+    d = model.measure_ops(Run(), step="inference")
     claims = model.ops_claims.select("graphs", "per_kernel")(d)
     assert len(claims) == 2 and all(claims.values()), (claims, model.ops_totals(d))
 
 
 @pytest.mark.gpu
 def test_gpu_claim_compiled_peak_memory_no_higher():
-    d = model.measure_backward()
+    d = model.measure_backward(Run())
     assert model.backward_claims.select("peak")(d) == {model.backward_claims["peak"].render(d): True}, d["peak"]
 
 
 @pytest.mark.gpu
 def test_gpu_claim_regional_compile_beats_whole_stack_compile():
-    d = model.measure_compile_cost()
+    d = model.measure_compile_cost(Run())
     assert d["regional"]["compile_s"] < d["whole"]["compile_s"]

@@ -12,6 +12,7 @@ import pytest
 import demos  # noqa: F401  (environment before torch/JAX)
 from demos.engine import coldcompile
 from demos.engine.errors import DemoError
+from demos.engine.measurement import Run
 from demos.introspection import dynamo
 from demos.topics import recompilation as rc
 
@@ -154,7 +155,7 @@ def test_recompiling_every_shape_is_slower_than_eager(sweeps):
 
 
 def test_rerunning_the_sweep_gives_the_same_counts(sweeps):
-    again = rc.measure_modes(modes=("static", "auto", "bucket", "jax_jit"))
+    again = rc.measure_modes(Run(), modes=("static", "auto", "bucket", "jax_jit"))
     for m, d in again["modes"].items():
         assert d["compiles"] == sweeps["modes"][m]["compiles"], m
         assert [e["compiled"] for e in d["events"]] == [e["compiled"] for e in sweeps["modes"][m]["events"]], m
@@ -257,18 +258,11 @@ def test_bad_input_is_one_line_and_panel_survives(monkeypatch):
 
 def test_live_panel_static_render_draws_a_full_sweep(monkeypatch):
     """Headless (exports), the panel draws the default mode's whole sweep, not one call."""
-    drawn = []
-
-    def spy(data, reference=None):
-        drawn.append(data)
-        return rc.figure_timeline(data, reference)
-
-    monkeypatch.setattr(rc.recompile_live, "figure", spy)
     monkeypatch.setattr("demos.engine.results.reference", lambda path=None: None)
     p = rc.recompile_live(show=False)
     p.render_static()
-    assert p.last_error is None and p.last_png and drawn
-    d = drawn[-1]
+    assert p.last_error is None and p.last_png and p.last_conditions is not None
+    d = rc.recompile_live.shown()  # what the panel drew: the demo's latest measurement
     assert d["mode"] == "static" and [e["S"] for e in d["events"]] == rc.sweep_lengths()
     assert d["compiles"] == dynamo.recompile_limit() and "stamp" in d
 
@@ -278,16 +272,15 @@ def test_compile_latency_is_a_cold_panel(latency, tmp_path, monkeypatch):
     Run measures again."""
     from demos.deck import demo as demo_mod
 
-    monkeypatch.setattr(demo_mod, "LAST_DIR", tmp_path)
-    assert rc.compile_latency.instant and rc.compile_latency.run_button
+    monkeypatch.setattr(demo_mod, "WARMED_DIR", tmp_path)
+    assert rc.compile_latency.pacing == "cold" and rc.compile_latency.opens_warmed and rc.compile_latency.button
     assert rc.compile_latency(show=False).initial is None  # nothing kept yet: Run measures
-    demo_mod.save_last(rc.compile_latency, latency)
+    demo_mod.save_warmed(rc.compile_latency, latency)
 
-    def boom(**_kw):
+    def boom(*_a, **_kw):
         raise DemoError("measured again")
 
-    monkeypatch.setattr(rc.compile_latency, "measure", boom)
-    monkeypatch.setattr(rc.compile_latency, "_memo", None)
+    monkeypatch.setattr(coldcompile, "cold_then_warm", boom)  # what measure_compile_latency runs
     monkeypatch.setattr("demos.engine.results.reference", lambda path=None: None)
     p = rc.compile_latency(show=False)
     assert "measured by `make warm`" in p.initial["stamp"]
@@ -299,21 +292,27 @@ def test_compile_latency_is_a_cold_panel(latency, tmp_path, monkeypatch):
 
 
 def test_declarations_and_no_import_cycle():
+    """Part 5's two topics import neither each other nor any other topic: each only its own
+    figures module, which imports no topic at all."""
     import ast
+    import importlib
     import inspect
 
+    from demos import topics
     from demos.topics import numerics
 
-    assert rc.PART == numerics.PART == 5
+    assert topics.part_of("recompilation") == topics.part_of("numerics") == 5
     assert {d.key for d in (rc.compile_latency, rc.recompile_live, rc.compare_modes, numerics.live)} == {
         "recompilation.compile_latency", "recompilation.recompile_live", "recompilation.compare_modes",
         "numerics.live"}
-    assert rc.recompile_live.panel_class is rc.LivePanel and rc.compare_modes.run_button
-    for mod in (rc, numerics):
+    assert rc.recompile_live.panel_class is rc.LivePanel and rc.compare_modes.pacing == "warmed"
+    figures = importlib.import_module("demos.topics.recompilation_figures")
+    for mod in (rc, numerics, figures):
         tree = ast.parse(inspect.getsource(mod))
         imported = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
         imported |= {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
-        assert not any(m and m.startswith("demos.topics") for m in imported), (mod.__name__, imported)
+        own = f"{mod.__name__}_figures"
+        assert not any(m and m.startswith("demos.topics") and m != own for m in imported), (mod.__name__, imported)
 
 
 def _recorded(data, name="NVIDIA Test GPU"):
@@ -337,15 +336,15 @@ def test_figures_draw_a_recorded_run_beside(sweeps, latency):
 def test_verdict_from_this_sessions_measurements(sweeps, latency, monkeypatch):
     html = rc.verdict_text(latency, sweeps)
     assert "compile repaid after" in html and "dynamic=False: 8 compiles" in html
-    monkeypatch.setattr("demos.deck.demo.load_last", lambda demo: None)
-    monkeypatch.setattr(rc.compile_latency, "_memo", None)  # neither panel measured nor kept
-    monkeypatch.setattr(rc.compare_modes, "_memo", None)
+    monkeypatch.setattr("demos.deck.demo.load_warmed", lambda demo: None)
+    monkeypatch.setattr(rc.compile_latency._state, "memo", None)  # neither panel measured nor kept
+    monkeypatch.setattr(rc.compare_modes._state, "memo", None)
     assert "Run the compile-latency" in rc.verdict_text()
     # the judgment slide reads what the panels show: the kept result a panel opens on …
-    monkeypatch.setattr("demos.deck.demo.load_last", lambda demo: latency if demo is rc.compile_latency else None)
+    monkeypatch.setattr("demos.deck.demo.load_warmed", lambda demo: latency if demo is rc.compile_latency else None)
     assert "compile repaid after" in rc.verdict_text() and "dynamic=False" not in rc.verdict_text()
     # … and, once measured, the panel's latest measurement
-    monkeypatch.setattr(rc.compare_modes, "_memo", (("k",), sweeps))
+    monkeypatch.setattr(rc.compare_modes._state, "memo", (("k",), sweeps))
     assert "dynamic=False: 8 compiles" in rc.verdict_text()
     rc.recompile_live.forget()  # a later cell runs (and starts from the declared state) …
     assert "dynamic=False: 8 compiles" in rc.verdict_text()  # … the panel above still shows its sweep
@@ -359,7 +358,7 @@ def test_verdict_from_this_sessions_measurements(sweeps, latency, monkeypatch):
 @pytest.mark.gpu
 def test_gpu_recompilation_counts_and_latency():
     """The same claims on a GPU: counts do not depend on the device; cold > warm."""
-    d = rc.measure_modes(modes=("static", "auto", "mark_dynamic", "bucket", "eager"))
+    d = rc.measure_modes(Run(), modes=("static", "auto", "mark_dynamic", "bucket", "eager"))
     assert d["modes"]["static"]["compiles"] == dynamo.recompile_limit()
     assert d["modes"]["static"]["limit_hit_at"] == dynamo.recompile_limit()
     assert d["modes"]["auto"]["compiles"] <= 2
@@ -367,7 +366,7 @@ def test_gpu_recompilation_counts_and_latency():
     assert d["modes"]["bucket"]["compiles"] == _n_buckets(LENGTHS, d["modes"]["bucket"]["bucket"])
     assert d["modes"]["static"]["summary"]["total_s"] > 2 * d["modes"]["eager"]["summary"]["total_s"]
     assert all(rc.modes_claims(d).values()), rc.modes_claims(d)
-    lat = rc.measure_compile_latency("complex_activation", backends=("torch_compile",))
+    lat = rc.measure_compile_latency(Run(), "complex_activation", backends=("torch_compile",))
     t = lat["backends"]["torch_compile"]
     assert rc.latency_claims["warm_cache"].holds(t["cold"]["first_s"] / t["warm"]["first_s"], lat), t
     assert all(rc.latency_claims(lat).values()), rc.latency_claims(lat)
@@ -376,12 +375,20 @@ def test_gpu_recompilation_counts_and_latency():
 def test_each_session_steps_through_a_function_with_source_and_code_of_its_own():
     """torch 2.11 (on the GPU machines) wraps a compiled function whose source file it cannot find
     in one shared wrapper frame: the recompile budget dynamic=False's sweep used up then made every
-    later mode run eager, 0 compiles. A session's step has findable source and its own code."""
+    later mode run eager, 0 compiles. A session's step has findable source and its own code, and a
+    name of its own even beside a session of the same mode (Dynamo keeps automatic-dynamic state
+    per file, line and name: a Reset must not inherit "this length varies")."""
     import inspect
+    import linecache
 
-    a, b = rc.Session("auto"), rc.Session("mark_dynamic")
-    fa, fb = (s._fn._torchdynamo_orig_callable if hasattr(s._fn, "_torchdynamo_orig_callable") else s._fn
-              for s in (a, b))
-    assert inspect.getsourcefile(fa) and inspect.getsourcefile(fb)
-    assert fa.__code__ is not fb.__code__ and fa.__code__.co_filename != fb.__code__.co_filename
-    assert "def step" in "".join(inspect.getsourcelines(fa)[0])
+    sessions = rc.Session("auto"), rc.Session("mark_dynamic"), rc.Session("auto")
+    fns = [s._fn._torchdynamo_orig_callable if hasattr(s._fn, "_torchdynamo_orig_callable") else s._fn
+           for s in sessions]
+    for f in fns:
+        assert inspect.getsourcefile(f) and linecache.getline(f.__code__.co_filename, f.__code__.co_firstlineno)
+        assert "def step" in "".join(inspect.getsourcelines(f)[0])
+    assert len({id(f.__code__) for f in fns}) == len({f.__code__.co_name for f in fns}) == 3
+    jax_fns = [rc.Session(m)._fn for m in ("jax_jit", "jax_jit")] if "jax_jit" in rc.available_modes() else []
+    if jax_fns:  # a function object of its own (empty jit caches), one name per mode (XLA's disk cache key)
+        assert jax_fns[0].__wrapped__ is not jax_fns[1].__wrapped__
+        assert jax_fns[0].__name__ == jax_fns[1].__name__ == "step_jax_jit"

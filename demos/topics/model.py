@@ -1,7 +1,8 @@
 """Part 6 — a real model: a transformer stack, eager vs compiled, forward and training step.
 
 The model is :mod:`demos.engine.model_zoo`'s stack of pre-norm transformer blocks (torch and
-JAX twins, random weights). Four live demos, each declared once (:class:`demos.deck.demo.Demo`):
+JAX twins, random weights). Four live demos, each declared once (:class:`demos.deck.demo.Demo`)
+from a ``measure_*`` here and a ``figure_*`` in :mod:`demos.topics.model_figures`:
 
 ``ops()``           aten ops one eager forward (or training step) issues, per layer and for the
                     stack, beside what torch.compile launches: graphs, fused kernels, library calls.
@@ -15,8 +16,9 @@ JAX twins, random weights). Four live demos, each declared once (:class:`demos.d
 Every torch.compile here is ``dynamic=False`` (one graph specialised to the sizes, as the seed
 describes). The bundle's compiled model uses Inductor itself (``compile_fx``) with a hook that
 keeps the graphs AOTAutograd hands it and the code it generates, so counting costs no extra
-compile. On a CPU the model runs on one torch thread (``DEMOS_MODEL_THREADS``): the machines
-this deck runs on are shared, and OpenMP threads fighting for two cores make small ops erratic.
+compile. A demo keeps its bundles in its own cache (``run.cache``), emptied by ``forget()``.
+On a CPU the model runs on one torch thread (``DEMOS_MODEL_THREADS``): the machines this deck
+runs on are shared, and OpenMP threads fighting for two cores make small ops erratic.
 """
 from __future__ import annotations
 
@@ -26,22 +28,19 @@ import operator
 import time
 from collections import OrderedDict
 from typing import Any, Callable
-from unittest import mock
-
-from matplotlib.ticker import NullLocator
 
 from demos.deck.claims import Claim, Claims
-from demos.deck.demo import Choice, Demo, Pow2, Progress
+from demos.deck.demo import Choice, Configs, Demo, Pow2
 from demos.engine import model_zoo as zoo
-from demos.engine import plots
 from demos.engine.devices import device_kind, require_torch, torch_device
 from demos.engine.errors import DemoError, one_line, release_memory
-from demos.engine.timing import fmt_seconds, sync_jax, sync_torch
-from demos.introspection import codegen, profiling
-from demos.engine.protocol import fresh_function, kept
+from demos.engine.measurement import Run
 from demos.engine.settings import get as get_setting
-
-PART = 6
+from demos.engine.timing import sync_jax, sync_torch
+from demos.introspection import codegen, profiling
+from demos.introspection.hooks import InductorBackend
+from demos.topics.model_figures import (STANCES, figure_backward, figure_compile_cost, figure_ops, figure_speed,
+                                        ops_totals)
 
 SIZES = {"cpu": {"layers": 4, "width": 128, "tokens": "4x64"},
          "gpu": {"layers": 12, "width": 768, "tokens": "8x512"}}  # GPT-2 small's depth and width
@@ -54,17 +53,12 @@ COST_LAYERS = {"cpu": (2, 4, 8), "gpu": (6, 12, 24)}
 OP_HEAVY = {"cpu": {"tokens": "1x32", "width": 64}, "gpu": {"tokens": "1x128", "width": 256}}
 DTYPES = ("float32", "bfloat16")
 STEPS = (("inference (forward)", "inference"), ("training step", "training"))
-SEED_RANGE = (1.2, 1.8)  # seed card: typical torch.compile training speedups
-PAPER = {"inference": 2.27, "training": 1.41}  # PyTorch 2 paper: geomean over 180+ models, A100
+BUDGET_S = 0.25  # seconds of timing per form and redraw
+
+
 def cpu_threads() -> int:
     """torch threads for the model on a CPU (DEMOS_MODEL_THREADS, default 1)."""
     return get_setting("DEMOS_MODEL_THREADS")
-BUDGET_S = 0.25  # seconds of timing per form and redraw
-STANCES = ("default", "eager_on_recompile", "fail_on_recompile")
-
-
-def _noop(_f: float, _m: str = "") -> None:
-    pass
 
 
 # =======================================================================================
@@ -105,23 +99,17 @@ class Bundle:
         self.x, self.t = zoo.torch_data(cfg)
         self.records: dict[str, list] = {}
         self.cache: dict[str, Any] = {}
-        self.compiled = torch.compile(self.model, backend=self._backend, dynamic=False)
+        self._phase = "inference"
+        backend = InductorBackend(on_graph=self._on_graph, on_inner=self._on_inner)
+        self.compiled = torch.compile(self.model, backend=backend, dynamic=False)
 
-    def _backend(self, gm, example_inputs):
-        from torch._inductor.compile_fx import compile_fx, compile_fx_inner
-        from torch._inductor.graph import GraphLowering
+    def _on_graph(self, _gm, _example_inputs) -> None:
+        self._phase = "training" if require_torch().is_grad_enabled() else "inference"
 
-        phase = "training" if require_torch().is_grad_enabled() else "inference"
-
-        def inner(g, ex, **kw):
-            codes: list[str] = []
-            with mock.patch.object(GraphLowering, "save_output_code", staticmethod(codes.append)):
-                out = compile_fx_inner(g, ex, **kw)
-            code = codegen.parse_inductor(codes[-1]) if codes else None
-            self.records.setdefault(phase, []).append(graph_summary(g, bool(kw.get("is_backward")), code))
-            return out
-
-        return compile_fx(gm, example_inputs, inner_compile=inner)
+    def _on_inner(self, graph, backward: bool, code: str | None) -> None:
+        """Each graph AOTAutograd compiles (forward, then backward), with its generated code."""
+        parsed = codegen.parse_inductor(code) if code else None
+        self.records.setdefault(self._phase, []).append(graph_summary(graph, backward, parsed))
 
     def run(self, form: str, training: bool):
         """One forward (no grad) or training step of a form: torch_eager, torch_compile, or
@@ -152,17 +140,17 @@ def graph_summary(gm, backward: bool, code) -> dict[str, Any]:
             "extern": list(code.extern_calls) if code else []}
 
 
-_BUNDLES: OrderedDict[zoo.Config, Bundle] = kept("topics.model._BUNDLES", OrderedDict())
-
-
-def bundle(cfg: zoo.Config) -> Bundle:
-    if cfg not in _BUNDLES:
-        while len(_BUNDLES) >= (8 if device_kind() == "cpu" else 2):
-            _BUNDLES.popitem(last=False)
+def bundle(run: Run, cfg: zoo.Config) -> Bundle:
+    """The configuration's bundle, kept in the demo's cache (the least recently used dropped
+    beyond 8 on a CPU, 2 on a GPU)."""
+    bundles = run.kept("bundles", OrderedDict)
+    if cfg not in bundles:
+        while len(bundles) >= (8 if device_kind() == "cpu" else 2):
+            bundles.popitem(last=False)
             release_memory()
-        _BUNDLES[cfg] = Bundle(cfg)
-    _BUNDLES.move_to_end(cfg)
-    return _BUNDLES[cfg]
+        bundles[cfg] = Bundle(cfg)
+    bundles.move_to_end(cfg)
+    return bundles[cfg]
 
 
 def _extra(cfg: zoo.Config, what: str = "") -> str:
@@ -171,36 +159,25 @@ def _extra(cfg: zoo.Config, what: str = "") -> str:
     return f"{what}{cfg.layers} layers, D={cfg.width}, {cfg.batch}×{cfg.seq} tokens, {cfg.dtype}{thr}"
 
 
-def _warm(name: str, overrides) -> None:
+def _warm(demo: Demo, overrides: Callable[[str], list[dict]]) -> None:
     """What `make warm` measures for a demo whose warm sizes depend on the device."""
     for over in overrides(device_kind()):
-        globals()[name].run(over)
-
-
-def _bars(ax, names: list[str], values: list[float], colors: list[str], texts: list[str],
-          tops: list[float] | None = None, **kw) -> None:
-    """Bars with a label above each (above ``tops``, e.g. the whiskers, when given)."""
-    ax.bar(range(len(names)), values, color=colors, width=0.65, edgecolor="white", **kw)
-    for i, (v, t) in enumerate(zip(tops or values, texts)):
-        ax.text(i, v, t, ha="center", va="bottom", fontsize=12)
-    ax.set_xticks(range(len(names)), names, fontsize=12)
-    ax.set_ylim(0, max(values + [1e-9]) * 1.3)
-    ax.grid(axis="x", visible=False)
+        demo.run(over)
 
 
 # =======================================================================================
 # 1. How many ops is one forward pass?
 # =======================================================================================
-def measure_ops(layers: int | None = None, step: str = "inference", progress: Progress = _noop) -> dict[str, Any]:
+def measure_ops(run: Run, layers: int | None = None, step: str = "inference") -> dict[str, Any]:
     """Eager: aten ops dispatched (TorchDispatchMode), for the stack and one block; a training
     step split into forward, backward, optimizer. Compiled: each graph's kernels and library calls."""
     torch = require_torch()
     training = step == "training"
     cfg = config(layers)
     with threads():
-        b = bundle(cfg)
+        b = bundle(run, cfg)
         if f"ops-{step}" not in b.cache:
-            progress(0.1, "counting eager ops…")
+            run.progress(0.1, "counting eager ops…")
             eager: dict[str, Any] = {}
             with contextlib.nullcontext() if training else torch.no_grad():
                 block = zoo.op_summary(lambda: b.model.layers[0](b.x))
@@ -213,74 +190,10 @@ def measure_ops(layers: int | None = None, step: str = "inference", progress: Pr
                     eager["optimizer"] = zoo.op_summary(b.opt.step)
                 else:
                     eager["forward"] = zoo.op_summary(lambda: b.model(b.x))
-            progress(0.4, "torch.compile: graphs and generated code…")
+            run.progress(0.4, "torch.compile: graphs and generated code…")
             b.run("torch_compile", training)
             b.cache[f"ops-{step}"] = {"eager": eager, "block": block, "graphs": b.records[step]}
     return b.cache[f"ops-{step}"] | {"step": step, "cfg": vars(cfg) | {}, "extra": _extra(cfg, f"{step}: ")}
-
-
-def ops_totals(data: dict) -> dict[str, Any]:
-    """Eager ops issued (model part: without the optimizer, eager in both) vs compiled launches."""
-    opt = data["eager"].get("optimizer", {}).get("total", 0)
-    eager = sum(p["total"] for p in data["eager"].values())
-    kernels = sum(g["kernels"] for g in data["graphs"])
-    library = sum(g["library"] for g in data["graphs"])
-    names = [k for g in data["graphs"] for k in g["kernel_names"] + g["extern"]]
-    return {"eager": eager, "model": eager - opt, "optimizer": opt, "kernels": kernels, "library": library,
-            "launches": kernels + library, "graphs": sum(not g["backward"] for g in data["graphs"]),
-            "per_kernel": (eager - opt) / max(kernels, 1), "per_launch": (eager - opt) / max(kernels + library, 1),
-            "attention_fused": any("scaled_dot_product" in k for k in names)}
-
-
-def figure_ops(data: dict, reference: dict | None = None):
-    tot, cfg = ops_totals(data), data["cfg"]
-    fig, (ax, side) = plots.figure(1, 2, gridspec_kw={"width_ratios": [2.3, 1]})
-    shade = {"forward": 1.0, "backward": 0.65, "optimizer": 0.35}
-    left = 0.0
-    for ph, e in data["eager"].items():
-        for part, a in (("compute", 1.0), ("layout", 0.3)):
-            ax.barh(1, e[part], left=left, color=plots.color("torch_eager"), alpha=a * shade[ph], edgecolor="white",
-                    label=None if ph != "forward" else "eager: " + ("compute ops" if part == "compute" else "views"))
-            left += e[part]
-    ax.text(left, 1, f" {tot['eager']:,}", va="center", fontsize=16, fontweight="bold")
-    left = 0.0
-    for g in data["graphs"]:
-        ph = "backward" if g["backward"] else "forward"
-        for part, a in (("kernels", 1.0), ("library", 0.45)):
-            ax.barh(0, g[part], left=left, color=plots.color("torch_compile"), alpha=a * shade[ph], edgecolor="white",
-                    label=None if g["backward"] else ("fused kernels" if part == "kernels" else "library calls (mm, bmm)"))
-            left += g[part]
-    if tot["optimizer"]:
-        ax.barh(0, tot["optimizer"], left=left, color=plots.color("torch_eager"), alpha=0.35, hatch="//",
-                edgecolor="white", label="AdamW: eager in both")
-        left += tot["optimizer"]
-    ax.text(left, 0, f" {tot['launches'] + tot['optimizer']:,}", va="center", fontsize=16, fontweight="bold")
-    ax.set_yticks([1, 0], ["torch eager\naten ops issued", "torch.compile\nlaunches"])
-    unit = "training step" if data["step"] == "training" else "forward pass"
-    ax.set_xlabel(f"calls per {unit}")
-    ax.set_xlim(0, max(tot["eager"], 1) * 1.2)
-    ax.grid(axis="y", visible=False)
-    blk, fw = data["block"], data["eager"]["forward"]
-    lines = [f"eager, one block: {blk['total']} ops", f"  ({blk['compute']} compute, {blk['layout']} views)",
-             f"eager, {cfg['layers']} blocks: {fw['total']} ops" + (" (+ loss)" if tot["optimizer"] else ""),
-             f"compiled: {tot['graphs']} graph, {tot['kernels']} fused", f"  kernels + {tot['library']} library calls",
-             f"eager ops ÷ fused kernels {tot['per_kernel']:.1f}×", f"eager ops ÷ all launches {tot['per_launch']:.1f}×",
-             "most issued: " + ", ".join(f"{k} {v}" for k, v in fw["top"][:2])]
-    if tot["attention_fused"]:
-        lines += ["Inductor matched softmax(QKᵀ)V", "  to one fused attention kernel"]
-    if tot["optimizer"]:
-        lines += ["shades, left to right:", "  forward, backward, AdamW"]
-    if reference is not None:
-        rt = ops_totals(reference)
-        lines += [f"recorded ({reference.get('machine_short', '')}):", f"  {rt['eager']:,} ops → {rt['launches']} launches"]
-    side.axis("off")
-    side.text(0, 1, "\n".join(lines), va="top", fontsize=11.5, family="monospace", transform=side.transAxes)
-    ax.legend(loc="lower right", fontsize=12, frameon=False)  # under the eager bar, right of the compiled one
-    ax.set_title(f"One {unit}, {cfg['layers']} layers: eager issues {tot['eager']:,} ops; compiled launches "
-                 f"{tot['launches']}" + (f" + {tot['optimizer']} eager AdamW ops" if tot["optimizer"] else ""),
-                 loc="left", fontsize=15)
-    plots.stamp_figure(fig, data, reference)
-    return fig
 
 
 def _device(d: dict) -> str:
@@ -323,19 +236,16 @@ ops = Demo(
     controls=lambda kind: [Choice("layers", SIZES[kind]["layers"], options=LAYERS[kind]),
                            Choice("step", "inference", options=STEPS, toggle=True)],
     measure=measure_ops, figure=figure_ops, match=("layers", "step"),
-    opens="kept",  # compiling the stack, even from warm caches, took 3.1 s before its first figure
+    pacing="warmed",  # compiling the stack, even from warm caches, took 3.1 s before its first figure
+    configs=Configs(warm=lambda demo: _warm(demo, lambda k: [{"layers": n} for n in LAYERS[k]] + [
+        {"layers": n, "step": "training"} for n in (SIZES[k]["layers"], LAYERS[k][1])])),
     claims=ops_claims,
-    warm=lambda: _warm("ops", lambda k: [{"layers": n} for n in LAYERS[k]]
-                       + [{"layers": n, "step": "training"} for n in (SIZES[k]["layers"], LAYERS[k][1])]),
 )
 
 
 # =======================================================================================
 # 2. Inference and training step: eager vs compiled
 # =======================================================================================
-_HISTORY: dict[tuple, dict[str, list]] = kept("topics.model._HISTORY", {})
-
-
 def agreement(b: Bundle) -> dict[str, float]:
     """Max |difference| from eager of every form's forward output ÷ max |output|, same weights."""
     import numpy as np
@@ -348,19 +258,17 @@ def agreement(b: Bundle) -> dict[str, float]:
     return {k: float(np.abs(v - ref).max()) / scale for k, v in outs.items()}
 
 
-def measure_speed(step: str = "inference", tokens: str | None = None, width: int | None = None,
-                  dtype: str = "float32", layers: int | None = None, budget_s: float = BUDGET_S,
-                  progress: Progress = _noop) -> dict[str, Any]:
+def measure_speed(run: Run, step: str = "inference", tokens: str | None = None, width: int | None = None,
+                  dtype: str = "float32", layers: int | None = None, budget_s: float = BUDGET_S) -> dict[str, Any]:
     """Median latency (p10–p90) of a forward or a training step (forward, backward, AdamW):
     torch eager, torch.compile (default; reduce-overhead on CUDA), jax.jit."""
     training = step == "training"
     cfg = config(layers, width, tokens, dtype)
     with threads():
-        b = bundle(cfg)
-        progress(0.05, "torch.compile (the first time at these sizes: a minute on a CPU)…")
-        t0 = time.perf_counter()
-        b.run("torch_compile", training)
-        b.cache.setdefault(f"compile-{step}", time.perf_counter() - t0)
+        b = bundle(run, cfg)
+        run.progress(0.05, "torch.compile (the first time at these sizes: a minute on a CPU)…")
+        compile_s, _ = run.first_call(lambda: b.run("torch_compile", training))
+        b.cache.setdefault(f"compile-{step}", compile_s)
         if not training and "agree" not in b.cache:
             b.cache["agree"] = agreement(b)
         names = ["torch_eager", "torch_compile"] + ["torch_compile_ro"] * (torch_device() == "cuda")
@@ -368,74 +276,20 @@ def measure_speed(step: str = "inference", tokens: str | None = None, width: int
         skipped = {} if torch_device() == "cuda" else {
             "torch_compile_ro": "reduce-overhead (CUDA graphs) needs CUDA: not measured on a CPU"}
         try:
-            progress(0.2, "jax.jit (compiles on its first call)…")
+            run.progress(0.2, "jax.jit (compiles on its first call)…")
             forms["jax_jit"] = (zoo.jax_form(b.model, b.x, b.t, cfg.heads, training), sync_jax())
             sync_jax()(forms["jax_jit"][0]())
         except DemoError as exc:
             skipped["jax_jit"] = str(exc)
-        progress(0.3, "timing every form, taking turns…")
+        run.progress(0.3, "timing every form, taking turns…")
         rows = zoo.time_forms(forms, budget_s * len(forms))
     eager = rows["torch_eager"]["median"]
     speedup = {k: eager / r["median"] for k, r in rows.items() if k != "torch_eager"}
-    hist = _HISTORY.setdefault((step, dtype, torch_device()), {})
+    hist = run.kept(("history", step, dtype, torch_device()), dict)
     hist[f"{cfg.batch}×{cfg.seq}, D={cfg.width}"] = [cfg.flops(training), speedup["torch_compile"]]
     return {"step": step, "cfg": vars(cfg) | {}, "rows": rows, "skipped": skipped, "speedup": speedup,
             "agree": None if training else b.cache["agree"], "flops": cfg.flops(training), "compile_s": b.cache[f"compile-{step}"],
             "history": dict(hist), "extra": _extra(cfg, f"{step}: ")}
-
-
-def figure_speed(data: dict, reference: dict | None = None):
-    fig, (ax, sx) = plots.figure(1, 2, gridspec_kw={"width_ratios": [1.3, 1]})
-    names = list(data["rows"])
-    rows = [data["rows"][k] for k in names]
-    texts = [fmt_seconds(r["median"]) + (f"\n×{data['speedup'][k]:.2f}" if k in data["speedup"] else "")
-             for k, r in zip(names, rows)]
-    labels = [{"torch_compile_ro": "reduce-\noverhead"}.get(k, plots.label(k)) for k in names]
-    _bars(ax, labels, [r["median"] * 1e3 for r in rows], [plots.color(k.replace("_ro", "")) for k in names], texts,
-          tops=[r["p90"] * 1e3 for r in rows])
-    for i, r in enumerate(rows):
-        ax.errorbar(i, r["median"] * 1e3, yerr=[[(r["median"] - r["p10"]) * 1e3], [(r["p90"] - r["median"]) * 1e3]],
-                    color="#333333", capsize=4)
-    ax.set_ylim(0, max(r["p90"] for r in rows) * 1e3 * 1.45)
-    ax.set_ylabel(f"ms per {'training step' if data['step'] == 'training' else 'forward'}\n(median, p10–p90)")
-    notes = list(data.get("skipped", {}).values())
-    if data.get("agree"):
-        notes.append("forward outputs vs eager, max|Δ|÷max|y|: "
-                     + ", ".join(f"{plots.label(k)} {v:.0e}" for k, v in data["agree"].items()))
-    ax.set_xlabel("\n".join(notes), fontsize=11, color="#555555")
-    # right: speedup vs work per call — the sizes measured this session, the seed's range, the paper
-    paper = PAPER[data["step"]]
-    sx.axhspan(*SEED_RANGE, color=plots.PALETTE["accent"], alpha=0.2)
-    sx.axhline(paper, color="#555555", ls="--", lw=1.2)
-    sx.axhline(1.0, color="#999999", lw=0.8)
-    here = [data["flops"], data["speedup"]["torch_compile"]]
-    pts = list(data["history"].items()) or [("these sizes", here)]
-    for lbl, (x, y) in pts:
-        cur = [x, y] == here
-        sx.plot(x, y, "o", color=plots.color("torch_compile"), alpha=1.0 if cur else 0.45, ms=11 if cur else 7)
-        sx.annotate(lbl, (x, y), textcoords="offset points", xytext=(6, -12 if cur else 4), fontsize=11)
-    if reference is not None and reference.get("speedup"):
-        rx, ry = reference["flops"], reference["speedup"]["torch_compile"]
-        sx.plot(rx, ry, "s", color=plots.PALETTE["reference"], ms=9)
-        # labelled where it sits, as this session's points are (a legend box covered one or the other)
-        sx.annotate(f"recorded: {reference.get('machine_short', '')}", (rx, ry), textcoords="offset points",
-                    xytext=(-8, 8), ha="right", fontsize=11, color=plots.PALETTE["reference"])
-    sx.set_xscale("log")
-    sx.xaxis.set_minor_locator(NullLocator())  # dozens of minor log ticks cost ~0.1 s a redraw
-    ys = [y for _, (_, y) in pts]
-    sx.set_ylim(min(ys + [0.9]) * 0.9, max(ys + [paper, SEED_RANGE[1]]) * 1.2)
-    tr = sx.get_yaxis_transform()
-    sx.text(0.02, SEED_RANGE[1], "seed card: training 1.2–1.8× typical", transform=tr, fontsize=11, va="bottom")
-    sx.text(0.02, paper, f"PyTorch 2 paper: {paper}× {data['step']}\n(A100, geomean of 180+ models, as reported)",
-            transform=tr, fontsize=11, va="bottom", color="#444444")
-    sx.set_xlabel("matmul FLOPs per call (log)\nop-heavy ← → big matmuls")
-    sx.set_ylabel("torch.compile ÷ eager")
-    c = data["cfg"]
-    fig.suptitle(f"{c['layers']} layers, batch {c['batch']} × seq {c['seq']}, D={c['width']}, {c['dtype']}, "
-                 f"{'training step' if data['step'] == 'training' else 'inference'}: torch.compile "
-                 f"×{data['speedup']['torch_compile']:.2f} over eager", fontsize=16)
-    plots.stamp_figure(fig, data, reference)
-    return fig
 
 
 def _op_heavy(d: dict) -> bool:
@@ -470,86 +324,39 @@ speed = Demo(
                            Pow2("width", SIZES[kind]["width"], label="width D", lo=WIDTH_EXP[kind][0],
                                 hi=WIDTH_EXP[kind][1]),
                            Choice("dtype", "float32", options=DTYPES)],
-    measure=measure_speed, figure=figure_speed, run_button=True, opens="kept", match=("step", "dtype"),
-    warm=lambda: _warm("speed", lambda k: [{}, {"step": "training"}, {"tokens": TOKENS[k][0][1]},
-                                           {"width": SIZES[k]["width"] // 2}, {"dtype": "bfloat16"},
-                                           {"step": "training", **OP_HEAVY[k]},
-                                           {"step": "training", "width": 2**WIDTH_EXP[k][1]}]),
-    to_record=lambda d: d | {"history": {}}, claims=speed_claims,
+    measure=measure_speed, figure=figure_speed, pacing="warmed", match=("step", "dtype"),
+    configs=Configs(warm=lambda demo: _warm(demo, lambda k: [
+        {}, {"step": "training"}, {"tokens": TOKENS[k][0][1]}, {"width": SIZES[k]["width"] // 2}, {"dtype": "bfloat16"},
+        {"step": "training", **OP_HEAVY[k]}, {"step": "training", "width": 2**WIDTH_EXP[k][1]}]),
+        slim=lambda d: d | {"history": {}}),
+    claims=speed_claims,
 )
 
 
 # =======================================================================================
 # 3. What the compiler did to the backward
 # =======================================================================================
-def measure_backward(tokens: str | None = None, layers: int | None = None,
-                     progress: Progress = _noop) -> dict[str, Any]:
+def measure_backward(run: Run, tokens: str | None = None, layers: int | None = None) -> dict[str, Any]:
     """AOTAutograd's forward and backward graphs (ops, kernels, library calls, saved tensors);
     activations saved for backward and peak memory of one step, eager vs compiled; JAX's
     residuals without and with jax.checkpoint around every block."""
     cfg = config(layers, None, tokens)
     quiet = profiling.quiet_native_stderr
     with threads():
-        b = bundle(cfg)
-        progress(0.1, "compiling the training step (forward + backward)…")
+        b = bundle(run, cfg)
+        run.progress(0.1, "compiling the training step (forward + backward)…")
         b.run("torch_compile", True)
-        progress(0.5, "saved tensors and peak memory, eager and compiled…")
+        run.progress(0.5, "saved tensors and peak memory, eager and compiled…")
         saved = {"torch_eager": zoo.saved_for_backward(b.model, b.x, b.t),
                  "torch_compile": zoo.saved_for_backward(b.compiled, b.x, b.t)}
         peak = {"torch_eager": zoo.peak_step_bytes(b.model, b.opt, b.x, b.t, quiet)["peak"],
                 "torch_compile": zoo.peak_step_bytes(b.compiled, b.opt, b.x, b.t, quiet)["peak"]}
-    progress(0.75, "JAX: residuals without and with jax.checkpoint…")
+    run.progress(0.75, "JAX: residuals without and with jax.checkpoint…")
     with contextlib.suppress(DemoError):  # no JAX: the torch half stands alone
         saved |= zoo.jax_residuals_of(b.model, b.x, b.t, cfg.heads)
     return {"cfg": vars(cfg) | {}, "graphs": b.records["training"], "saved": saved, "peak": peak,
             "peak_how": "CUDA allocator peak" if torch_device() == "cuda" else "torch.profiler memory events",
             "extra": _extra(cfg, "one training step: ")}
-
-
-def figure_backward(data: dict, reference: dict | None = None):
-    fig, (gx, sx, px) = plots.figure(1, 3, gridspec_kw={"width_ratios": [1.25, 1.1, 0.8]})
-    fw = [g for g in data["graphs"] if not g["backward"]]
-    bw = [g for g in data["graphs"] if g["backward"]]
-    w = 0.27
-    for i, gs in enumerate((fw, bw)):
-        for j, (k, col, lbl) in enumerate((("nodes", "#999999", "aten ops in the graph"),
-                                           ("kernels", plots.color("torch_compile"), "fused kernels"),
-                                           ("library", "#9ecae1", "library calls"))):
-            v = sum(g[k] for g in gs)
-            gx.bar(i + (j - 1) * w, v, w, color=col, label=lbl if i == 0 else None)
-            gx.text(i + (j - 1) * w, v, str(v), ha="center", va="bottom", fontsize=11.5)
-    nsaved, mib = sum(g["saved"] for g in bw), sum(g["saved_bytes"] for g in bw) / 2**20
-    gx.set_xticks([0, 1], [f"forward graph\nsaves {nsaved} tensors\n({mib:.1f} MiB)", "backward graph"], fontsize=12)
-    gx.set_title("AOTAutograd: joint graph, split", loc="left", fontsize=14)
-    gx.legend(loc="upper left", fontsize=11)
-    gx.set_ylim(0, max(sum(g["nodes"] for g in gs) for gs in (fw, bw) if gs) * 1.9)  # room for the legend
-    gx.grid(axis="x", visible=False)
-    short = {"torch_eager": "eager", "torch_compile": "compiled", "jax": "JAX", "jax_remat": "JAX +\nremat"}
-    s = data["saved"]
-    names = [k for k in short if k in s]
-    _bars(sx, [short[k] for k in names], [s[k]["bytes"] / 2**20 for k in names],
-          [plots.color("jax_jit" if k.startswith("jax") else k) for k in names],
-          [f"{s[k]['bytes'] / 2**20:.1f}\n{s[k]['tensors']} t." for k in names])
-    sx.set_ylabel("MiB")
-    sx.set_title("activations kept for backward", loc="left", fontsize=14)
-    sx.text(0.0, -0.24, "torch: saved_tensors_hooks · JAX: jax.vjp residuals\n(weights left out)",
-            transform=sx.transAxes, fontsize=11, color="#555555", va="top")
-    p = data["peak"]
-    _bars(px, ["eager", "compiled"], [p[k] / 2**20 for k in ("torch_eager", "torch_compile")],
-          [plots.color("torch_eager"), plots.color("torch_compile")], [f"{p[k] / 2**20:.2f}" for k in p])
-    px.set_ylabel("MiB")
-    px.set_title("peak, one step", loc="left", fontsize=14)
-    px.text(0.0, -0.24, f"{data['peak_how']},\nabove weights + AdamW state", transform=px.transAxes, fontsize=11,
-            color="#555555", va="top")
-    if reference is not None:
-        px.plot([0, 1], [reference["peak"][k] / 2**20 for k in ("torch_eager", "torch_compile")], "_", ms=40,
-                mew=2.5, color=plots.PALETTE["reference"], label=f"recorded: {reference.get('machine_short', '')}")
-        px.legend(loc="lower right", fontsize=11)
-    pe, pc, c = p["torch_eager"], p["torch_compile"], data["cfg"]
-    fig.suptitle(f"Training step, {c['layers']} layers, {c['batch']}×{c['seq']} tokens, D={c['width']}: peak "
-                 f"compiled {pc / 2**20:.2f} vs eager {pe / 2**20:.2f} MiB ({(pc / pe - 1) * 100:+.1f}%)", fontsize=15)
-    plots.stamp_figure(fig, data, reference)
-    return fig
 
 
 def _split(d: dict) -> tuple[list[dict], list[dict]]:
@@ -581,8 +388,9 @@ backward = Demo(
     "backward", "What the compiler did to the backward",
     controls=lambda kind: [Choice("tokens", SIZES[kind]["tokens"], label="batch × seq", options=TOKENS[kind]),
                            Choice("layers", SIZES[kind]["layers"], options=LAYERS[kind])],
-    measure=measure_backward, figure=figure_backward, run_button=True, opens="kept", match=("tokens", "layers"),
-    warm=lambda: _warm("backward", lambda k: [{}, {"tokens": TOKENS[k][0][1]}, {"layers": LAYERS[k][1]}]),
+    measure=measure_backward, figure=figure_backward, pacing="warmed", match=("tokens", "layers"),
+    configs=Configs(warm=lambda demo: _warm(demo, lambda k: [{}, {"tokens": TOKENS[k][0][1]},
+                                                             {"layers": LAYERS[k][1]}])),
     claims=backward_claims,
 )
 
@@ -602,14 +410,14 @@ def break_even(compile_s: float, eager_s: float, compiled_s: float) -> float:
     return math.inf if gain <= 0 else compile_s / gain
 
 
-def warm_compiler() -> None:
+def warm_compiler(run: Run) -> None:
     """One tiny compile with a backward: the compiler's one-time imports, kept out of the timings."""
     torch = require_torch()
-    f = torch.compile(fresh_function(lambda a: (a * 2 + 1).sum()), dynamic=False)
+    f = run.compile(lambda a: (a * 2 + 1).sum(), dynamic=False)
     f(torch.ones(4, requires_grad=True)).backward()
 
 
-def _first_step(cfg: zoo.Config, how: str, caches: str) -> tuple[Any, dict[str, Any]]:
+def _first_step(run: Run, cfg: zoo.Config, how: str, caches: str) -> tuple[Any, dict[str, Any]]:
     """A fresh model (fresh code objects: a fresh Dynamo state while every other demo's compiled
     code stays), compiled whole or block by block; its first training step timed. Returns the
     step and {first_s, graphs}."""
@@ -617,18 +425,16 @@ def _first_step(cfg: zoo.Config, how: str, caches: str) -> tuple[Any, dict[str, 
     model = zoo.torch_model(cfg)
     opt, (x, t) = zoo.optimizer(model), zoo.torch_data(cfg)
     if how == "whole":
-        run = torch.compile(model, dynamic=False)
+        stepped = torch.compile(model, dynamic=False)
     else:  # regional: every block compiled in place; one code object, so a compile serves every layer
         for blk in model.layers:
             blk.compile(dynamic=False)
-        run = model
+        stepped = model
     on = caches == "warm"
     g0 = _graphs()
     with torch._inductor.config.patch(fx_graph_cache=on), torch._functorch.config.patch(enable_autograd_cache=on):
-        t0 = time.perf_counter()
-        zoo.train_step(run, opt, x, t)
-        first = time.perf_counter() - t0
-    return (lambda: zoo.train_step(run, opt, x, t)), {"first_s": first, "graphs": _graphs() - g0}
+        first, _ = run.first_call(lambda: zoo.train_step(stepped, opt, x, t))
+    return (lambda: zoo.train_step(stepped, opt, x, t)), {"first_s": first, "graphs": _graphs() - g0}
 
 
 def _stance_loop(cfg: zoo.Config, stance: str) -> dict[str, Any]:
@@ -655,8 +461,8 @@ def _stance_loop(cfg: zoo.Config, stance: str) -> dict[str, Any]:
             "error": error, "seqs": seqs}
 
 
-def measure_compile_cost(layers: int | None = None, caches: str = "bypassed", budget_s: float = 0.3,
-                         progress: Progress = _noop) -> dict[str, Any]:
+def measure_compile_cost(run: Run, layers: int | None = None, caches: str = "bypassed",
+                         budget_s: float = 0.3) -> dict[str, Any]:
     """Compile time of a training step (first step minus a steady one) with the whole stack
     compiled vs each block compiled (regional), in a fresh Dynamo state; steps until each pays
     for itself; and a shape-varying loop under each torch.compiler.set_stance."""
@@ -665,23 +471,23 @@ def measure_compile_cost(layers: int | None = None, caches: str = "bypassed", bu
         raise DemoError(f"caches must be 'warm' or 'bypassed', not {caches!r}")
     cfg = config(layers)
     with threads():
-        progress(0.02, "warming the compiler's imports…")
-        warm_compiler()
-        progress(0.05, f"regional: one block compiled, reused by every layer ({caches} caches)…")
+        run.progress(0.02, "warming the compiler's imports…")
+        warm_compiler(run)
+        run.progress(0.05, f"regional: one block compiled, reused by every layer ({caches} caches)…")
         m = zoo.torch_model(cfg)
         opt, (x, t) = zoo.optimizer(m), zoo.torch_data(cfg)
         steps = {"eager": (lambda: zoo.train_step(m, opt, x, t), sync_torch())}
         res: dict[str, Any] = {}
         for how in ("regional", "whole"):  # regional first: any one-time cost left falls on it
             if how == "whole":
-                progress(0.35, f"the whole stack compiled ({caches} caches)…")
-            fn, res[how] = _first_step(cfg, how, caches)
+                run.progress(0.35, f"the whole stack compiled ({caches} caches)…")
+            fn, res[how] = _first_step(run, cfg, how, caches)
             steps[how] = (fn, sync_torch())
-        progress(0.55, "timing eager and both compiled steps, taking turns…")
+        run.progress(0.55, "timing eager and both compiled steps, taking turns…")
         timed = zoo.time_forms(steps, budget_s * len(steps))
         stance = {}
         for i, s in enumerate(STANCES):
-            progress(0.65 + 0.1 * i, f"shape-varying loop, stance {s!r}…")
+            run.progress(0.65 + 0.1 * i, f"shape-varying loop, stance {s!r}…")
             stance[s] = _stance_loop(cfg, s)
     for how, r in res.items():
         r["steady"] = timed[how]
@@ -689,55 +495,6 @@ def measure_compile_cost(layers: int | None = None, caches: str = "bypassed", bu
         r["break_even"] = break_even(r["compile_s"], timed["eager"]["median"], timed[how]["median"])
     return {"cfg": vars(cfg) | {}, "caches": caches, "eager": timed["eager"], **res,
             "stance": stance, "extra": _extra(cfg, f"training step, Dynamo fresh, Inductor caches {caches}: ")}
-
-
-def _steps(n: float) -> str:
-    return "never (no gain)" if math.isinf(n) else f"{max(1, round(n)):,} step" + ("s" if round(n) > 1 else "")
-
-
-def _hbars(ax, labels: list[str], values: list[float], texts: list[str], colors: list[str], title: str,
-           xlabel: str) -> None:
-    ax.barh(range(len(values)), values, color=colors, alpha=0.85)
-    for i, (v, t) in enumerate(zip(values, texts)):
-        ax.text(v, i, " " + t, va="center", fontsize=11.5)
-    ax.set_yticks(range(len(values)), labels, fontsize=11.5)
-    ax.set_xlim(0, max(values + [1e-9]) * 2.4)
-    ax.invert_yaxis()
-    ax.set(xlabel=xlabel)
-    ax.set_title(title, loc="left", fontsize=14)
-    ax.grid(axis="y", visible=False)
-
-
-def figure_compile_cost(data: dict, reference: dict | None = None):
-    fig, (cx, bx, st) = plots.figure(1, 3, gridspec_kw={"width_ratios": [0.9, 1, 1.2]})
-    L, hows, blue = data["cfg"]["layers"], ("whole", "regional"), plots.color("torch_compile")
-    g = {k: data[k]["graphs"] for k in hows}
-    _bars(cx, [f"whole\n{g['whole']} graph", f"regional\n{g['regional']} graphs, {L} blocks"],
-          [data[k]["compile_s"] for k in hows], [blue, "#6baed6"], [f"{data[k]['compile_s']:.2f} s" for k in hows])
-    if reference is not None:
-        cx.plot([0, 1], [reference[k]["compile_s"] for k in hows], "_", ms=40, mew=2.5,
-                color=plots.PALETTE["reference"], label=f"recorded: {reference.get('machine_short', '')}")
-        cx.legend(loc="upper right", fontsize=11)
-    cx.set_ylabel("compile time (s)")  # caches: in the footer stamp
-    cx.set_title("compiling a training step", loc="left", fontsize=14)
-    be = [data[k]["break_even"] for k in hows]
-    _hbars(bx, [f"{k}\n{fmt_seconds(data[k]['steady']['median'])}/step" for k in hows],
-           [b if math.isfinite(b) else 0.0 for b in be], [_steps(b) for b in be], [blue, "#6baed6"],
-           f"break-even (eager {fmt_seconds(data['eager']['median'])}/step)", "training steps until compiling pays")
-    sd = [data["stance"][s] for s in STANCES]
-    _hbars(st, [s.replace("_on_", "_on_\n") for s in STANCES], [r["seconds"] for r in sd],
-           [f"{r['compiles']} compile{'s' * (r['compiles'] != 1)}, {r['calls']}/{r['shapes']} calls"
-            + (f"\nthen raised {r['error'].split(':')[0]}" if r["error"] else "") for r in sd],
-           [blue, plots.color("torch_eager"), "#b00020"], "set_stance: a shape-varying loop",
-           f"s for {sd[0]['shapes']} sequence lengths, 1 block")
-    from matplotlib.ticker import MaxNLocator
-
-    bx.xaxis.set_major_locator(MaxNLocator(3, integer=True))  # 5-digit step counts: few ticks
-    ratio = data["whole"]["compile_s"] / max(data["regional"]["compile_s"], 1e-9)
-    fig.suptitle(f"{L} layers: regional compile {max(ratio, 1 / ratio):.1f}× {'faster' if ratio >= 1 else 'slower'} "
-                 f"than whole · pays after {_steps(be[0])} / {_steps(be[1])} (whole / regional)", fontsize=15)
-    plots.stamp_figure(fig, data, reference)
-    return fig
 
 
 def _stance(d: dict, stance: str) -> dict:
@@ -771,6 +528,6 @@ compile_cost = Demo(
                            Choice("caches", "bypassed", label="Inductor caches",
                                   options=[("bypassed", "bypassed"), ("warm (.cache/)", "warm")])],
     measure=measure_compile_cost, figure=figure_compile_cost, match=("layers", "caches"),
-    run_button=True, opens="kept", cold=True,  # the lesson is a compile: the slide opens on `make warm`'s result
+    pacing="cold",  # the lesson is a compile: the slide opens on `make warm`'s result
     claims=compile_cost_claims,
 )

@@ -1,7 +1,7 @@
 """Part 5 — the bill: compile latency (cold vs warm cache) and recompilation, counted.
 
-Three live demos, each a :class:`demos.deck.demo.Demo` of a ``measure_*``, a ``figure_*`` and
-the slides' claims:
+Three live demos, each a :class:`demos.deck.demo.Demo` of a ``measure_*`` here, a ``figure_*``
+in :mod:`demos.topics.recompilation_figures` and the slides' claims, in the slides' order:
 
 - ``compile_latency()``  first call vs steady state, cold cache vs warm cache, each in a fresh
   process with its own compile caches (:mod:`demos.engine.coldcompile`); the break-even call
@@ -18,16 +18,16 @@ the slides' claims:
 are :mod:`demos.topics.numerics`.
 
 How compiles are counted (torch 2.13 / JAX 0.10): torch — a backend that counts the graphs it
-hands to Inductor; JAX — ``jitted._cache_size()`` before/after each call; the reasons and the
-recompile-limit warning come from their logs (:mod:`demos.introspection.dynamo`). Each session
-compiles a *fresh* step function, so Dynamo's per-code cache, recompile limit and
-automatic-dynamic state start clean: re-running a cell gives the same counts without
+hands to Inductor (:class:`demos.introspection.hooks.InductorBackend`); JAX —
+``jitted._cache_size()`` before/after each call; the reasons and the recompile-limit warning come
+from their logs (:mod:`demos.introspection.dynamo`). Each session compiles a *fresh* copy of the
+step (``Run.fresh``: a code object and a name of its own), so Dynamo's per-code cache, recompile
+limit and automatic-dynamic state start clean: re-running a cell gives the same counts without
 resetting anything the other parts compiled.
 """
 from __future__ import annotations
 
 import html
-import linecache
 import math
 import numbers
 import random
@@ -38,47 +38,127 @@ from dataclasses import asdict, dataclass
 from typing import Any, Callable
 
 from demos.deck.claims import Claim, Claims, Each
-from demos.deck.demo import Choice, Demo, Int, Progress
+from demos.deck.demo import Choice, Configs, Demo, Drawn, Int
 from demos.deck.ui import Panel, recorded_only
 from demos.engine import coldcompile, plots
 from demos.engine.devices import device_kind, require_jax, require_torch, set_threads, torch_device
 from demos.engine.errors import DemoError, one_line
-from demos.engine.timing import fmt_seconds, sync_for
+from demos.engine.measurement import Progress, Run
+from demos.engine.timing import sync_for
 from demos.introspection import dynamo
-from demos.engine.protocol import declared_state, kept
-
-PART = 5
+from demos.introspection.hooks import InductorBackend
+from demos.topics.recompilation_figures import (MODE_SHORT, _fmt_calls, figure_compile_latency,
+                                                figure_modes, figure_timeline, mode_label, summarize)
 
 # ---------------------------------------------------------------------------------------
-# The step function whose input length changes from call to call (a sequence batch).
+# 1. Compile latency: cold vs warm cache, each in a fresh process
 # ---------------------------------------------------------------------------------------
-TORCH_STEP_SRC = """
-def step(x):
-    h = torch.nn.functional.gelu(x * 1.5 + 0.5)
-    return (h - h.mean(-1, keepdim=True)).sum(-1)
-"""
-JAX_STEP_SRC = """
-def step(x):
-    h = jax.nn.gelu(x * 1.5 + 0.5)
-    return (h - h.mean(-1, keepdims=True)).sum(-1)
-"""
+LATENCY_WORKLOADS = ("complex_activation", "chain", "mlp_block")
+
+
+def break_even(compile_s: float, eager_s: float, compiled_s: float) -> float:
+    """Calls until the compile time is repaid at the measured speedup (inf: never)."""
+    gain = eager_s - compiled_s
+    if gain <= 0:
+        return math.inf
+    return compile_s / gain
+
+
+def measure_compile_latency(run: Run, workload: str = "complex_activation", backends: tuple[str, ...] | None = None,
+                            dtype: str = "float32", params: dict | None = None,
+                            budget_s: float = 0.3) -> dict[str, Any]:
+    """Cold cache (fresh process, empty temporary cache dirs) then warm cache (fresh process, the
+    caches the cold run just filled): first call, its split, steady state, break-even."""
+    from demos.engine.devices import jax_or_none
+    from demos.engine.workloads import get
+
+    w = get(workload)
+    if backends is None:
+        backends = ("torch_compile", "jax_jit") if jax_or_none() is not None else ("torch_compile",)
+    spec = {"workload": w.name, "backends": list(backends), "dtype": dtype, "params": params,
+            "budget_s": budget_s}
+    result: dict[str, Any] = {"workload": w.name, "dtype": dtype, "backends": {}, "params": params}
+    cold, warm = coldcompile.cold_then_warm(spec, run.progress)
+    for b in backends:
+        c, wm = cold.get(b, {}), warm.get(b, {})
+        if "error" in c or "error" in wm:
+            result["backends"][b] = {"error": c.get("error") or wm.get("error")}
+            continue
+        entry = {"cold": c, "warm": wm}
+        steady = statistics.median([c["steady_s"], wm["steady_s"]])
+        eager = statistics.median([c["eager_s"], wm["eager_s"]])
+        entry["steady_s"], entry["eager_s"] = steady, eager
+        entry["speedup"] = eager / steady if steady > 0 else None
+        for k in ("cold", "warm"):
+            cs = max(entry[k]["first_s"] - steady, 0.0)
+            entry[k]["compile_s"] = cs
+            entry[k]["break_even_calls"] = break_even(cs, eager, steady)
+        result["backends"][b] = entry
+        result["params"] = c.get("params")
+    sizes = ", ".join(f"{k}={v:,}" for k, v in (result["params"] or {}).items())
+    result["extra"] = f"{w.name} {sizes}, {dtype}, fresh processes"
+    return result
+
+
+def _torch_latency(d: dict[str, Any]) -> dict[str, Any] | None:
+    t = d["backends"].get("torch_compile", {})
+    return None if "error" in t else t
+
+
+def _xla_compile_faster_warm(d: dict[str, Any]) -> bool:
+    j, key = d["backends"]["jax_jit"], "XLA compile (or cache load)"
+    return "error" not in j and j["cold"]["parts"][key] > j["warm"]["parts"][key]
+
+
+# The compile-latency slide: the first call pays for compiling, a warm cache much less
+latency_claims = Claims(
+    Claim("torch.compile: the first call pays for compiling (cold: over {threshold:g} steady-state calls)",
+          lambda d: _torch_latency(d)["cold"]["first_s"] / _torch_latency(d)["steady_s"], ">", 10, key="first_call"),
+    Claim("torch.compile: a warm disk cache pays much less (cold first call over {threshold:g}× the warm one)",
+          lambda d: _torch_latency(d)["cold"]["first_s"] / _torch_latency(d)["warm"]["first_s"], ">", 1.5,
+          key="warm_cache"),
+    Claim("jax.jit: XLA's compile step is quicker from the warm cache than cold", _xla_compile_faster_warm,
+          applies=lambda d: d["backends"].get("jax_jit") is not None, key="jax_warm_cache"),
+)
+
+
+compile_latency = Demo(
+    "compile_latency", "Compile latency: cold vs warm cache",
+    controls=[Choice("workload", "complex_activation", options=LATENCY_WORKLOADS)],
+    measure=measure_compile_latency, figure=figure_compile_latency, match=("workload",),
+    pacing="cold",  # a compile from scratch takes ~10–30 s on a CPU: the slide opens on `make warm`'s result
+    claims=latency_claims,
+)
+
+
+# ---------------------------------------------------------------------------------------
+# 2. Recompilation: a session is one mode, a fresh step, every call recorded
+# ---------------------------------------------------------------------------------------
+# The step function whose input length changes from call to call (a sequence batch). A session
+# compiles a fresh copy of it (``Run.fresh``): its source stays this file's, so Dynamo finds it
+# (torch 2.11 wraps a function without findable source in one shared frame, whose recompile
+# budget every session then shared, pytorch#124269).
+def torch_step() -> Callable:
+    torch = require_torch()
+
+    def step(x):
+        h = torch.nn.functional.gelu(x * 1.5 + 0.5)
+        return (h - h.mean(-1, keepdim=True)).sum(-1)
+
+    return step
+
+
+def jax_step() -> Callable:
+    jax = require_jax()
+
+    def step(x):
+        h = jax.nn.gelu(x * 1.5 + 0.5)
+        return (h - h.mean(-1, keepdims=True)).sum(-1)
+
+    return step
+
 
 MODES = ("static", "auto", "mark_dynamic", "bucket", "eager", "jax_jit", "jax_bucket")
-MODE_LABELS = {"static": "torch.compile(dynamic=False)", "auto": "torch.compile (default: automatic dynamic)",
-               "mark_dynamic": "torch.compile + mark_dynamic",
-               "bucket": "torch.compile(dynamic=False) + pad to buckets",
-               "eager": "torch eager", "jax_jit": "jax.jit", "jax_bucket": "jax.jit + pad to buckets"}
-MODE_SHORT = {"static": "dynamic=False", "auto": "auto dynamic", "mark_dynamic": "mark_dynamic",
-              "bucket": "buckets", "eager": "eager", "jax_jit": "jax.jit", "jax_bucket": "jax buckets"}
-MODE_COLOR = {"static": plots.PALETTE["torch_compile"], "auto": "#56B4E9", "mark_dynamic": "#332288",
-              "bucket": "#117733", "eager": plots.PALETTE["torch_eager"], "jax_jit": plots.PALETTE["jax_jit"],
-              "jax_bucket": "#44AA99"}
-COMPILE_COLOR = plots.PALETTE["accent"]
-FALLBACK_COLOR = plots.PALETTE["torch_eager"]
-
-
-def mode_label(mode: str) -> str:
-    return MODE_LABELS.get(mode, mode)
 
 
 def check_mode(mode: str) -> str:
@@ -117,24 +197,6 @@ def bucket_of(S: int, bucket: int) -> int:
     return int(math.ceil(S / bucket) * bucket)
 
 
-def _fresh(src: str, name: str, glb: dict) -> Callable:
-    """A new function object with its own code object *and file name*: Dynamo's cache and its
-    automatic-dynamic state (kept per file, line and name, so ``codegen.fresh_copy`` would
-    share it between sessions) start empty for it."""
-    ns = dict(glb)
-    filename = f"<jitdeck-{name}-{uuid.uuid4().hex[:10]}>"
-    # its lines in linecache, so inspect.getsourcefile finds a source: torch 2.11 (still on GPU
-    # machines) wraps a function without one in external_utils.wrap_inline, whose one shared code
-    # object then carries every session's recompile budget; once dynamic=False's sweep used it up,
-    # every later mode ran eager with 0 compiles (pytorch#124269, fixed by 2.13)
-    linecache.cache[filename] = (len(src), None, src.splitlines(keepends=True), filename)
-    exec(compile(src, filename, "exec"), ns)
-    return ns["step"]
-
-
-# ---------------------------------------------------------------------------------------
-# A recompilation session: one mode, a fresh function, every call recorded
-# ---------------------------------------------------------------------------------------
 @dataclass
 class Event:
     i: int
@@ -170,26 +232,26 @@ class Session:
             set_threads()
             self.limit = dynamo.recompile_limit()
             self.sync = sync_for("torch_eager", self.device)
-            fn = _fresh(TORCH_STEP_SRC, mode, {"torch": torch})
+            # a name of its own per session: Dynamo keeps automatic-dynamic state per file, line and name
+            fn = Run.fresh(torch_step(), f"{mode}_{uuid.uuid4().hex[:8]}")
             if mode == "eager":
                 self._fn = fn
             else:
                 dynamic = False if mode in ("static", "bucket") else None
-                self._fn = torch.compile(fn, backend=self._backend, dynamic=dynamic)
+                self._fn = torch.compile(fn, backend=InductorBackend(on_graph=self._on_graph), dynamic=dynamic)
         else:
             jax = require_jax()
             self.limit = None
             self.sync = sync_for("jax_jit")
-            self._fn = jax.jit(_fresh(JAX_STEP_SRC, mode, {"jax": jax}))
+            # a new function object (empty jit caches), named per mode: the name is in XLA's
+            # persistent-cache key, which `make warm` fills
+            self._fn = jax.jit(Run.fresh(jax_step(), mode))
         self._symbolic_pending = False
 
-    # torch: a backend that counts the graphs it is asked to compile, then runs Inductor
-    def _backend(self, gm, example_inputs):
-        from torch._inductor.compile_fx import compile_fx
-
+    # torch: each graph the backend is asked to compile (then Inductor compiles it)
+    def _on_graph(self, _gm, example_inputs) -> None:
         self.compiles += 1
         self._symbolic_pending = dynamo.symbolic(example_inputs)
-        return compile_fx(gm, example_inputs)
 
     def _input(self, S: int):
         if S not in self._inputs:
@@ -271,15 +333,6 @@ class Session:
                 "extra": _sizes_text({"B": self.B, "D": self.D})}
 
 
-def summarize(events: list[Event] | list[dict]) -> dict[str, Any]:
-    evs = [e if isinstance(e, dict) else asdict(e) for e in events]
-    comp = [e["seconds"] for e in evs if e["compiled"]]
-    steady = [e["seconds"] for e in evs if not e["compiled"]]
-    return {"calls": len(evs), "distinct_lengths": len({e["S"] for e in evs}), "compiles": len(comp),
-            "compile_s": float(sum(comp)), "steady_s": float(statistics.median(steady)) if steady else None,
-            "fallback_calls": sum(1 for e in evs if e["fallback"]), "total_s": float(sum(e["seconds"] for e in evs))}
-
-
 def run_sweep(mode: str, lengths: list[int], progress: Progress | None = None,
               session: Session | None = None, on_call: Callable[[Session], None] | None = None) -> Session:
     """Call a fresh session of ``mode`` once per length (clean state every time)."""
@@ -300,310 +353,19 @@ def available_modes() -> list[str]:
     return [m for m in MODES if not m.startswith("jax") or jax_or_none() is not None]
 
 
-def measure_modes(distinct: int = 12, repeats: int | None = None, modes: tuple[str, ...] | list[str] | None = None,
-                  progress: Progress | None = None) -> dict[str, Any]:
-    """The same sweep (``sweep_lengths(distinct, repeats)``) under every mode: compiles,
-    compile seconds, steady state, total."""
-    lengths = sweep_lengths(distinct, repeats)
-    modes = list(modes or available_modes())
-    sizes = sweep_defaults()
-    out: dict[str, Any] = {"lengths": lengths, "sizes": sizes, "modes": {}, "errors": {},
-                           "extra": f"{_sizes_text(sizes)}, {len(lengths)} calls"}
-    for k, m in enumerate(modes):
-        sub = (lambda f, msg, k=k: progress((k + f) / len(modes), msg)) if progress else None
-        try:
-            out["modes"][m] = run_sweep(m, lengths, sub).to_dict()
-        except DemoError:
-            raise
-        except Exception as exc:
-            out["errors"][m] = one_line(exc)
-    out["limit"] = dynamo.recompile_limit()
-    return out
+def _sizes_text(d: dict) -> str:
+    return f"step on (B={d['B']}, S, D={d['D']}) float32"
 
 
-def measure_live(mode: str = "static", S: int | None = None, session: Session | None = None,
-                 progress: Progress | None = None) -> dict[str, Any]:
+def measure_live(run: Run, mode: str = "static", S: int | None = None,
+                 session: Session | None = None) -> dict[str, Any]:
     """The live panel's measurement. With a ``session`` (the panel's, kept across slider moves):
     one call at length S. Without: a fresh session of ``mode`` over the sweep lengths, the
     timeline the headless export, ``make record`` and a recorded run draw."""
     if session is not None:
         session.call(S)
         return session.to_dict()
-    return run_sweep(check_mode(mode), sweep_lengths(), progress).to_dict()
-
-
-# ---------------------------------------------------------------------------------------
-# Figures: recompilation
-# ---------------------------------------------------------------------------------------
-def _sizes_text(d: dict) -> str:
-    return f"step on (B={d['B']}, S, D={d['D']}) float32"
-
-
-def figure_timeline(session: dict[str, Any], reference: dict[str, Any] | None = None):
-    """Per-call latency with compile spikes marked, the compile counter and the last reasons;
-    a recorded run of the same mode as crosses over the bars."""
-    evs = session["events"]
-    fig, (ax, side) = plots.figure(1, 2, gridspec_kw={"width_ratios": [2.6, 1.0]})
-    mode = session["mode"]
-    base = MODE_COLOR.get(mode, plots.PALETTE["reference"])
-    if not evs:
-        ax.text(0.5, 0.5, "no calls yet — move the S slider or press Auto-sweep", ha="center",
-                va="center", transform=ax.transAxes, fontsize=15)
-    xs = [e["i"] + 1 for e in evs]
-    ys = [max(e["seconds"], 1e-7) for e in evs]
-    colors = [COMPILE_COLOR if e["compiled"] else FALLBACK_COLOR if e["fallback"] else base for e in evs]
-    ax.bar(xs, ys, color=colors, width=0.8)
-    ax.set_yscale("log")
-    ax.set_xlabel("call")
-    ax.xaxis.get_major_locator().set_params(integer=True)  # calls are whole numbers
-    if evs:
-        ax.set_xlim(0.4, max(xs) + 0.6)
-    ax.set_ylabel("latency of the call (s, log)")
-    for k, e in enumerate([c for c in evs if c["compiled"]]):  # S of each compile, staggered: neighbours don't touch
-        ax.annotate(f"{e['run_S']}" + ("*" if e["symbolic"] else ""), (e["i"] + 1, e["seconds"]),
-                    xytext=(0, 2 + 15 * (k % 2)), textcoords="offset points", ha="center", va="bottom", fontsize=11.5)
-    if evs:
-        lo, hi = ax.get_ylim()
-        ax.set_ylim(lo, hi * 4)  # headroom for the staggered labels
-    if session.get("limit_hit_at") is not None:
-        x = session["limit_hit_at"] + 0.5
-        ax.axvline(x, color=FALLBACK_COLOR, ls="--", lw=1.5)
-        ax.text(x + 0.2, 0.97, f"recompile limit ({session['limit']}) hit:\nnew shapes run eager",
-                transform=ax.get_xaxis_transform(), va="top", fontsize=12, color=FALLBACK_COLOR)
-    from matplotlib.patches import Patch
-
-    handles = [Patch(color=COMPILE_COLOR, label="call that compiled"), Patch(color=base, label="cached code")]
-    if any(e["fallback"] for e in evs):
-        handles.append(Patch(color=FALLBACK_COLOR, label="eager fallback"))
-    rev = (reference or {}).get("events") or []
-    if rev:
-        handles.append(ax.plot([e["i"] + 1 for e in rev], [max(e["seconds"], 1e-7) for e in rev], "x", ms=7,
-                               color=plots.PALETTE["reference"],
-                               label=f"recorded: {reference.get('machine_short', '')}")[0])
-        xs = xs + [e["i"] + 1 for e in rev]
-    ax.legend(handles=handles, loc="upper right", fontsize=12)
-    ax.set_title(mode_label(mode), loc="left", fontsize=15)
-    if xs:
-        ax.set_xlim(0.3, max(xs) + 0.7)
-    # side panel: the counter and the reasons
-    side.axis("off")
-    summ = summarize(evs)
-    side.text(0.0, 1.0, f"{summ['compiles']}", fontsize=40, fontweight="bold", va="top",
-              color=COMPILE_COLOR, transform=side.transAxes)
-    side.text(0.0, 0.72, f"compile{'s' * (summ['compiles'] != 1)} in {summ['calls']} call{'s' * (summ['calls'] != 1)}\n"
-              f"({summ['distinct_lengths']} distinct length{'s' * (summ['distinct_lengths'] != 1)})",
-              fontsize=14, va="top", transform=side.transAxes)
-    reasons = [(e["i"] + 1, e["reason"]) for e in evs if e["compiled"]][-2 if reference else -3:]
-    falls = [e["i"] + 1 for e in evs if e["fallback"]]
-    lines = ["why it compiled:"] + [f"#{i}: {_wrap(r, 30)}" for i, r in reasons]
-    if falls:
-        text = f"limit {session.get('limit')} hit: {len(falls)} calls ran eager"
-        lines += [f"#{falls[0]}…: {_wrap(text, 30)}"]
-    if rev:
-        rs = summarize(rev)
-        lines += ["", f"recorded: {rs['compiles']} compiles", f"in {rs['calls']} calls"]
-    side.text(0.0, 0.52, "\n".join(lines), fontsize=11.5, va="top", family="monospace", transform=side.transAxes)
-    plots.stamp_figure(fig, session, reference)
-    return fig
-
-
-def _wrap(text: str, width: int) -> str:
-    import textwrap
-
-    return "\n    ".join(textwrap.wrap(text, width)[:3]) or "—"
-
-
-def figure_modes(data: dict[str, Any], reference: dict[str, Any] | None = None):
-    """Per mode over the same sweep: compiles (left) and total sweep time split compile/run (right)."""
-    modes = list(data["modes"])
-    fig, (a1, a2) = plots.figure(1, 2)
-    y = list(range(len(modes)))[::-1]
-    comp = [data["modes"][m]["summary"]["compiles"] for m in modes]
-    cols = [MODE_COLOR.get(m, "#777") for m in modes]
-    h = 0.38 if reference else 0.7
-    a1.barh([v + (h / 2 if reference else 0) for v in y], comp, height=h, color=cols, label="this machine")
-    for v, c in zip(y, comp):
-        a1.text(c + 0.2, v + (h / 2 if reference else 0), str(c), va="center", fontsize=12.5)
-    ref_modes = (reference or {}).get("modes", {})
-    if reference:
-        rc = [ref_modes.get(m, {}).get("summary", {}).get("compiles", 0) for m in modes]
-        a1.barh([v - h / 2 for v in y], rc, height=h, color="none", edgecolor=plots.PALETTE["reference"],
-                hatch="//", label=f"recorded: {reference.get('machine_short', '')}")
-        a1.legend(loc="center right", fontsize=11.5)  # beside the short rows (auto … eager), clear of jax.jit's
-    lim = data.get("limit")
-    if lim:
-        a1.axvline(lim, color=FALLBACK_COLOR, ls="--", lw=1)
-        a1.text(lim, len(modes) - 0.45, f" limit {lim}", color=FALLBACK_COLOR, fontsize=12)
-    a1.set_yticks(y, [MODE_SHORT.get(m, m) for m in modes])
-    a1.set_xlabel("compiles over the sweep")
-    n_calls = len(data["lengths"])
-    a1.set_title(f"{n_calls} calls, {len(set(data['lengths']))} distinct lengths", loc="left", fontsize=15)
-    cs = [data["modes"][m]["summary"]["compile_s"] for m in modes]
-    tot = [data["modes"][m]["summary"]["total_s"] for m in modes]
-    run = [max(t - c, 0.0) for t, c in zip(tot, cs)]
-    a2.barh(y, cs, color=COMPILE_COLOR, height=0.7, label="calls that compiled")
-    a2.barh(y, run, left=cs, color=cols, height=0.7, label="other calls")
-    eager_total = data["modes"].get("eager", {}).get("summary", {}).get("total_s")
-    for v, t, c, m in zip(y, tot, cs, modes):
-        summ = data["modes"][m]["summary"]
-        ratio = f" ({t / eager_total:.1f}× eager)" if eager_total and m != "eager" else ""
-        comp_txt = f"compiling {fmt_seconds(c)} · " if c > 0 else ""
-        a2.text(t, v, f" {fmt_seconds(t)}{ratio}\n {comp_txt}call {fmt_seconds(summ['steady_s'])}",
-                va="center", fontsize=11.5)
-    a2.set_yticks(y, ["" for _ in modes])
-    a2.set_xlabel("total time of the sweep (s)")
-    a2.set_xlim(0, max(tot + [1e-3]) * 2.0)
-    a2.legend(loc="lower left", bbox_to_anchor=(0.0, 1.0), ncols=2, fontsize=12, frameon=False,
-              borderaxespad=0.1)  # above the bars: their notes fill the right
-    plots.stamp_figure(fig, data, reference)
-    return fig
-
-
-# ---------------------------------------------------------------------------------------
-# Compile latency: cold vs warm cache, each in a fresh process
-# ---------------------------------------------------------------------------------------
-LATENCY_WORKLOADS = ("complex_activation", "chain", "mlp_block")
-
-
-def break_even(compile_s: float, eager_s: float, compiled_s: float) -> float:
-    """Calls until the compile time is repaid at the measured speedup (inf: never)."""
-    gain = eager_s - compiled_s
-    if gain <= 0:
-        return math.inf
-    return compile_s / gain
-
-
-def measure_compile_latency(workload: str = "complex_activation", backends: tuple[str, ...] | None = None,
-                            dtype: str = "float32", params: dict | None = None,
-                            progress: Progress | None = None, budget_s: float = 0.3) -> dict[str, Any]:
-    """Cold cache (fresh process, empty temporary cache dirs) then warm cache (fresh process, the
-    caches the cold run just filled): first call, its split, steady state, break-even."""
-    from demos.engine.devices import jax_or_none
-    from demos.engine.workloads import get
-
-    w = get(workload)
-    if backends is None:
-        backends = ("torch_compile", "jax_jit") if jax_or_none() is not None else ("torch_compile",)
-    spec = {"workload": w.name, "backends": list(backends), "dtype": dtype, "params": params,
-            "budget_s": budget_s}
-    result: dict[str, Any] = {"workload": w.name, "dtype": dtype, "backends": {}, "params": params}
-    cold, warm = coldcompile.cold_then_warm(spec, progress)
-    for b in backends:
-        c, wm = cold.get(b, {}), warm.get(b, {})
-        if "error" in c or "error" in wm:
-            result["backends"][b] = {"error": c.get("error") or wm.get("error")}
-            continue
-        entry = {"cold": c, "warm": wm}
-        steady = statistics.median([c["steady_s"], wm["steady_s"]])
-        eager = statistics.median([c["eager_s"], wm["eager_s"]])
-        entry["steady_s"], entry["eager_s"] = steady, eager
-        entry["speedup"] = eager / steady if steady > 0 else None
-        for k in ("cold", "warm"):
-            cs = max(entry[k]["first_s"] - steady, 0.0)
-            entry[k]["compile_s"] = cs
-            entry[k]["break_even_calls"] = break_even(cs, eager, steady)
-        result["backends"][b] = entry
-        result["params"] = c.get("params")
-    sizes = ", ".join(f"{k}={v:,}" for k, v in (result["params"] or {}).items())
-    result["extra"] = f"{w.name} {sizes}, {dtype}, fresh processes"
-    return result
-
-
-def _fmt_calls(n: float) -> str:
-    if math.isinf(n):
-        return "never (no speedup)"
-    n = max(1, round(n))
-    return f"{n:,} call" + ("s" if n != 1 else "")
-
-
-def figure_compile_latency(data: dict[str, Any], reference: dict[str, Any] | None = None):
-    """One axis per framework: the first call with a cold cache and with a warm cache (split
-    where the framework exposes it) beside one steady-state call; then the break-even calls."""
-    backends = list(data["backends"].items())
-    fig, axes = plots.figure(1, len(backends) + 1,
-                             gridspec_kw={"width_ratios": [1.0] * len(backends) + [1.15]})
-    part_colors = ["#56B4E9", "#E69F00", "#999999"]
-    bes = []
-    for ax, (b, e) in zip(axes, backends):
-        ax.set_title(plots.label(b), loc="left", color=plots.color(b), fontsize=15)
-        if "error" in e:
-            ax.axis("off")
-            ax.text(0.5, 0.5, _wrap(e["error"], 30), ha="center", va="center", transform=ax.transAxes)
-            continue
-        scale, unit = (1.0, "s") if e["cold"]["first_s"] >= 1 else (1e3, "ms")
-        for x, k in enumerate(("cold", "warm")):
-            bottom = 0.0
-            for (pname, secs), col in zip(e[k]["parts"].items(), part_colors):
-                ax.bar(x, secs * scale, bottom=bottom, color=col, width=0.65, edgecolor=plots.color(b),
-                       label=_wrap(pname, 16) if x == 0 else None)
-                bottom += secs * scale
-            ax.text(x, bottom, f"{e[k]['first_s'] * scale:.3g} {unit}", ha="center", va="bottom", fontsize=12.5)
-            bes.append((f"{plots.label(b)}, {k}", e[k]["break_even_calls"], plots.color(b)))
-        ax.bar(2, e["steady_s"] * scale, color=plots.color(b), width=0.65)
-        ax.text(2, e["steady_s"] * scale, f"{fmt_seconds(e['steady_s'])}\n(eager\n{fmt_seconds(e['eager_s'])})",
-                ha="center", va="bottom", fontsize=11.5)
-        ax.set_xticks([0, 1, 2], ["cold\ncache", "warm\ncache", "one call,\ncompiled"])
-        ax.set_ylabel(f"first call ({unit})")
-        ax.set_ylim(0, max(e["cold"]["first_s"], e["warm"]["first_s"]) * scale * 2.1)
-        ax.legend(loc="upper right", fontsize=11.5, frameon=False, handlelength=1.2, handletextpad=0.4)
-    a2 = axes[-1]
-    vals = [v for _, v, _ in bes]
-    finite = [v for v in vals if not math.isinf(v)]
-    top = max(finite + [10.0]) * 5
-    a2.barh(range(len(bes)), [max(v, 1.0) if not math.isinf(v) else top for v in vals],
-            color=[c for *_, c in bes], height=0.6)
-    for i, (_n, v, _c) in enumerate(bes):
-        a2.text(max(v, 1.0) if not math.isinf(v) else top, i, " " + _fmt_calls(v), va="center", fontsize=12)
-    if reference and reference.get("backends"):
-        ref_lines = []
-        for b, e in reference["backends"].items():
-            if "error" not in e:
-                ref_lines.append(f"{plots.label(b)}: cold {fmt_seconds(e['cold']['first_s'])}, "
-                                 f"pays after {_fmt_calls(e['cold']['break_even_calls'])}")
-        a2.text(-0.45, -0.3, f"recorded ({reference.get('machine_short', '')}):\n" + "\n".join(ref_lines), fontsize=11,
-                transform=a2.transAxes, va="top", color=plots.PALETTE["reference"])
-    a2.set_xscale("log")
-    a2.set_xlim(1, top * 100)
-    a2.set_yticks(range(len(bes)), [n for n, *_ in bes], fontsize=12)
-    a2.invert_yaxis()
-    a2.set_xlabel("calls to break even (log)")
-    a2.set_title("compile repaid after…", loc="left", fontsize=15)
-    plots.stamp_figure(fig, data, reference)
-    return fig
-
-
-# ---------------------------------------------------------------------------------------
-# The live demos
-# ---------------------------------------------------------------------------------------
-def _torch_latency(d: dict[str, Any]) -> dict[str, Any] | None:
-    t = d["backends"].get("torch_compile", {})
-    return None if "error" in t else t
-
-
-def _xla_compile_faster_warm(d: dict[str, Any]) -> bool:
-    j, key = d["backends"]["jax_jit"], "XLA compile (or cache load)"
-    return "error" not in j and j["cold"]["parts"][key] > j["warm"]["parts"][key]
-
-
-# The compile-latency slide: the first call pays for compiling, a warm cache much less
-latency_claims = Claims(
-    Claim("torch.compile: the first call pays for compiling (cold: over {threshold:g} steady-state calls)",
-          lambda d: _torch_latency(d)["cold"]["first_s"] / _torch_latency(d)["steady_s"], ">", 10, key="first_call"),
-    Claim("torch.compile: a warm disk cache pays much less (cold first call over {threshold:g}× the warm one)",
-          lambda d: _torch_latency(d)["cold"]["first_s"] / _torch_latency(d)["warm"]["first_s"], ">", 1.5,
-          key="warm_cache"),
-    Claim("jax.jit: XLA's compile step is quicker from the warm cache than cold", _xla_compile_faster_warm,
-          applies=lambda d: d["backends"].get("jax_jit") is not None, key="jax_warm_cache"),
-)
-
-
-compile_latency = Demo(
-    "compile_latency", "Compile latency: cold vs warm cache",
-    controls=[Choice("workload", "complex_activation", options=LATENCY_WORKLOADS)],
-    measure=measure_compile_latency, figure=figure_compile_latency, match=("workload",),
-    # a compile from scratch takes ~10–30 s on a CPU: the slide opens on `make warm`'s result
-    run_button=True, opens="kept", cold=True, claims=latency_claims,
-)
+    return run_sweep(check_mode(mode), sweep_lengths(), run.progress).to_dict()
 
 
 class LivePanel(Panel):
@@ -611,8 +373,8 @@ class LivePanel(Panel):
     mode's session, kept until Reset), plus Auto-sweep (a fresh session walks the sweep
     lengths, redrawing as calls happen) and Reset. Headless, it draws a full sweep."""
 
-    def __init__(self, demo, specs):
-        super().__init__(demo, specs)
+    def __init__(self, demo, specs, initial: dict | None = None):
+        super().__init__(demo, specs, initial)
         self.sessions: dict[str, Session] = {}
         self.lengths = sweep_lengths()
         self._last_S: int | None = None
@@ -625,9 +387,10 @@ class LivePanel(Panel):
         return self.sessions[mode]
 
     def _call(self, s: Session, S: int) -> dict[str, Any]:
-        with declared_state() as cond:  # one call of a kept session: threads chosen, conditions read
-            data = self.demo.measure(mode=s.mode, S=S, session=s)
-        self.demo.last_conditions = cond
+        run = Run()  # the call needs no memory but the session's
+        with run.declared() as cond:  # one call of a kept session: threads chosen, conditions read
+            data = self.demo.measure(run, mode=s.mode, S=S, session=s)
+        self.last_conditions = cond
         data["stamp"] = plots.live_stamp(data["extra"], cond.stamp())
         return data
 
@@ -635,15 +398,16 @@ class LivePanel(Panel):
         data.setdefault("stamp", plots.live_stamp(data["extra"]))
         return figure_timeline(data, self.demo.reference(self.values()))
 
-    def render_fn(self, values, progress):
+    def render_fn(self, values: dict[str, Any], progress: Progress) -> Drawn:
         if self._full_sweep or recorded_only():
             return self.demo.render(values, progress)
         s = self.session(check_mode(values["mode"]))
         S = values["S"]
         # one call per slider move (a mode switch shows that mode's session as it stands)
-        data = self._call(s, S) if S != self._last_S or not s.events else s.to_dict()
+        called = S != self._last_S or not s.events
+        data = self._call(s, S) if called else s.to_dict()
         self._last_S = S
-        return self._figure(data)
+        return Drawn(self._figure(data), self.last_conditions if called else None, None)
 
     def render_static(self) -> None:
         """Headless: the default mode's full sweep (or the recorded one), not a single call."""
@@ -770,6 +534,53 @@ def mode_claims(mode: str, s: dict[str, Any]) -> dict[str, bool]:
     return session_claims({**s, "mode": mode})
 
 
+def _live_controls(kind: str) -> list:
+    d = sweep_defaults(kind)
+    return [Int("S", 64, label="sequence length S", lo=d["S_min"], hi=d["S_max"], view=True),
+            Choice("mode", "static", options=[(MODE_SHORT[m], m) for m in available_modes()])]
+
+
+def _warm_live(demo: Demo) -> None:
+    """The first call of every mode at the slider's default length (the sweep lengths are
+    warmed by compare_modes): the persistent caches make the slide's first compile quick."""
+    S = demo.defaults()["S"]
+    for m in available_modes():
+        run_sweep(m, [S])
+
+
+recompile_live = Demo(
+    "recompile_live", "Recompilation, live",
+    # S: each move is one call on the panel's session; for a recorded/headless run it only
+    # names the slider (the measurement is the mode's full sweep)
+    controls=_live_controls, measure=measure_live, figure=figure_timeline, match=("mode",),
+    panel_class=LivePanel, configs=Configs(warm=_warm_live), claims=session_claims,
+)
+
+
+# ---------------------------------------------------------------------------------------
+# 3. Every mode on the same sweep
+# ---------------------------------------------------------------------------------------
+def measure_modes(run: Run, distinct: int = 12, repeats: int | None = None,
+                  modes: tuple[str, ...] | list[str] | None = None) -> dict[str, Any]:
+    """The same sweep (``sweep_lengths(distinct, repeats)``) under every mode: compiles,
+    compile seconds, steady state, total."""
+    lengths = sweep_lengths(distinct, repeats)
+    modes = list(modes or available_modes())
+    sizes = sweep_defaults()
+    out: dict[str, Any] = {"lengths": lengths, "sizes": sizes, "modes": {}, "errors": {},
+                           "extra": f"{_sizes_text(sizes)}, {len(lengths)} calls"}
+    for k, m in enumerate(modes):
+        sub = lambda f, msg, k=k: run.progress((k + f) / len(modes), msg)  # this mode's share of the bar
+        try:
+            out["modes"][m] = run_sweep(m, lengths, sub).to_dict()
+        except DemoError:
+            raise
+        except Exception as exc:
+            out["errors"][m] = one_line(exc)
+    out["limit"] = dynamo.recompile_limit()
+    return out
+
+
 def _trap(d: dict[str, Any]) -> bool:
     total = {m: s["summary"]["total_s"] for m, s in d["modes"].items()}
     others = [total[m] for m in ("eager", "auto", "mark_dynamic") if m in total]
@@ -785,33 +596,11 @@ modes_claims = Claims(
 )
 
 
-def _live_controls(kind: str) -> list:
-    d = sweep_defaults(kind)
-    return [Int("S", 64, label="sequence length S", lo=d["S_min"], hi=d["S_max"], view=True),
-            Choice("mode", "static", options=[(MODE_SHORT[m], m) for m in available_modes()])]
-
-
-def _warm_live() -> None:
-    """The first call of every mode at the slider's default length (the sweep lengths are
-    warmed by compare_modes): the persistent caches make the slide's first compile quick."""
-    S = _live_controls(device_kind())[0].default
-    for m in available_modes():
-        run_sweep(m, [S])
-
-
-recompile_live = Demo(
-    "recompile_live", "Recompilation, live",
-    # S: each move is one call on the panel's session; for a recorded/headless run it only
-    # names the slider (the measurement is the mode's full sweep)
-    controls=_live_controls, measure=measure_live, figure=figure_timeline, match=("mode",),
-    panel_class=LivePanel, warm=_warm_live, claims=session_claims,
-)
-
 compare_modes = Demo(
     "compare_modes", "Every mode on the same sweep",
     controls=[Int("distinct", 12, label="distinct lengths", lo=2, hi=24)],
-    measure=measure_modes, figure=figure_modes, match=("distinct",), run_button=True, opens="kept",
-    record_quick={"distinct": 6}, claims=modes_claims,
+    measure=measure_modes, figure=figure_modes, match=("distinct",), pacing="warmed",
+    configs=Configs(quick={"distinct": 6}), claims=modes_claims,
 )
 
 

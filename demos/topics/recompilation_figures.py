@@ -1,0 +1,220 @@
+"""Part 5's figures: each draws a measurement of :mod:`demos.topics.recompilation`, live or
+recorded (``figure(data, reference)``), from ``data`` alone; with the modes' names and colours
+the lesson shares."""
+from __future__ import annotations
+
+import math
+import statistics
+import textwrap
+from dataclasses import asdict
+from typing import Any
+
+from matplotlib.patches import Patch
+
+from demos.engine import plots
+from demos.engine.timing import fmt_seconds
+
+MODE_LABELS = {"static": "torch.compile(dynamic=False)", "auto": "torch.compile (default: automatic dynamic)",
+               "mark_dynamic": "torch.compile + mark_dynamic",
+               "bucket": "torch.compile(dynamic=False) + pad to buckets",
+               "eager": "torch eager", "jax_jit": "jax.jit", "jax_bucket": "jax.jit + pad to buckets"}
+MODE_SHORT = {"static": "dynamic=False", "auto": "auto dynamic", "mark_dynamic": "mark_dynamic",
+              "bucket": "buckets", "eager": "eager", "jax_jit": "jax.jit", "jax_bucket": "jax buckets"}
+MODE_COLOR = {"static": plots.PALETTE["torch_compile"], "auto": "#56B4E9", "mark_dynamic": "#332288",
+              "bucket": "#117733", "eager": plots.PALETTE["torch_eager"], "jax_jit": plots.PALETTE["jax_jit"],
+              "jax_bucket": "#44AA99"}
+COMPILE_COLOR = plots.PALETTE["accent"]
+FALLBACK_COLOR = plots.PALETTE["torch_eager"]
+
+
+def mode_label(mode: str) -> str:
+    return MODE_LABELS.get(mode, mode)
+
+
+def summarize(events: list) -> dict[str, Any]:
+    """A session's calls (``Event``s or their dicts) in numbers: calls, compiles, seconds."""
+    evs = [e if isinstance(e, dict) else asdict(e) for e in events]
+    comp = [e["seconds"] for e in evs if e["compiled"]]
+    steady = [e["seconds"] for e in evs if not e["compiled"]]
+    return {"calls": len(evs), "distinct_lengths": len({e["S"] for e in evs}), "compiles": len(comp),
+            "compile_s": float(sum(comp)), "steady_s": float(statistics.median(steady)) if steady else None,
+            "fallback_calls": sum(1 for e in evs if e["fallback"]), "total_s": float(sum(e["seconds"] for e in evs))}
+
+
+def _fmt_calls(n: float) -> str:
+    if math.isinf(n):
+        return "never (no speedup)"
+    n = max(1, round(n))
+    return f"{n:,} call" + ("s" if n != 1 else "")
+
+
+def _wrap(text: str, width: int) -> str:
+    return "\n    ".join(textwrap.wrap(text, width)[:3]) or "—"
+
+
+def figure_timeline(session: dict[str, Any], reference: dict[str, Any] | None = None):
+    """Per-call latency with compile spikes marked, the compile counter and the last reasons;
+    a recorded run of the same mode as crosses over the bars."""
+    evs = session["events"]
+    fig, (ax, side) = plots.figure(1, 2, gridspec_kw={"width_ratios": [2.6, 1.0]})
+    mode = session["mode"]
+    base = MODE_COLOR.get(mode, plots.PALETTE["reference"])
+    if not evs:
+        ax.text(0.5, 0.5, "no calls yet — move the S slider or press Auto-sweep", ha="center",
+                va="center", transform=ax.transAxes, fontsize=15)
+    xs = [e["i"] + 1 for e in evs]
+    ys = [max(e["seconds"], 1e-7) for e in evs]
+    colors = [COMPILE_COLOR if e["compiled"] else FALLBACK_COLOR if e["fallback"] else base for e in evs]
+    ax.bar(xs, ys, color=colors, width=0.8)
+    ax.set_yscale("log")
+    ax.set_xlabel("call")
+    ax.xaxis.get_major_locator().set_params(integer=True)  # calls are whole numbers
+    if evs:
+        ax.set_xlim(0.4, max(xs) + 0.6)
+    ax.set_ylabel("latency of the call (s, log)")
+    for k, e in enumerate([c for c in evs if c["compiled"]]):  # S of each compile, staggered: neighbours don't touch
+        ax.annotate(f"{e['run_S']}" + ("*" if e["symbolic"] else ""), (e["i"] + 1, e["seconds"]),
+                    xytext=(0, 2 + 15 * (k % 2)), textcoords="offset points", ha="center", va="bottom", fontsize=11.5)
+    if evs:
+        lo, hi = ax.get_ylim()
+        ax.set_ylim(lo, hi * 4)  # headroom for the staggered labels
+    if session.get("limit_hit_at") is not None:
+        x = session["limit_hit_at"] + 0.5
+        ax.axvline(x, color=FALLBACK_COLOR, ls="--", lw=1.5)
+        ax.text(x + 0.2, 0.97, f"recompile limit ({session['limit']}) hit:\nnew shapes run eager",
+                transform=ax.get_xaxis_transform(), va="top", fontsize=12, color=FALLBACK_COLOR)
+    handles = [Patch(color=COMPILE_COLOR, label="call that compiled"), Patch(color=base, label="cached code")]
+    if any(e["fallback"] for e in evs):
+        handles.append(Patch(color=FALLBACK_COLOR, label="eager fallback"))
+    rev = (reference or {}).get("events") or []
+    if rev:
+        handles.append(ax.plot([e["i"] + 1 for e in rev], [max(e["seconds"], 1e-7) for e in rev], "x", ms=7,
+                               color=plots.PALETTE["reference"],
+                               label=f"recorded: {reference.get('machine_short', '')}")[0])
+        xs = xs + [e["i"] + 1 for e in rev]
+    ax.legend(handles=handles, loc="upper right", fontsize=12)
+    ax.set_title(mode_label(mode), loc="left", fontsize=15)
+    if xs:
+        ax.set_xlim(0.3, max(xs) + 0.7)
+    # side panel: the counter and the reasons
+    side.axis("off")
+    summ = summarize(evs)
+    side.text(0.0, 1.0, f"{summ['compiles']}", fontsize=40, fontweight="bold", va="top",
+              color=COMPILE_COLOR, transform=side.transAxes)
+    side.text(0.0, 0.72, f"compile{'s' * (summ['compiles'] != 1)} in {summ['calls']} call{'s' * (summ['calls'] != 1)}\n"
+              f"({summ['distinct_lengths']} distinct length{'s' * (summ['distinct_lengths'] != 1)})",
+              fontsize=14, va="top", transform=side.transAxes)
+    reasons = [(e["i"] + 1, e["reason"]) for e in evs if e["compiled"]][-2 if reference else -3:]
+    falls = [e["i"] + 1 for e in evs if e["fallback"]]
+    lines = ["why it compiled:"] + [f"#{i}: {_wrap(r, 30)}" for i, r in reasons]
+    if falls:
+        text = f"limit {session.get('limit')} hit: {len(falls)} calls ran eager"
+        lines += [f"#{falls[0]}…: {_wrap(text, 30)}"]
+    if rev:
+        rs = summarize(rev)
+        lines += ["", f"recorded: {rs['compiles']} compiles", f"in {rs['calls']} calls"]
+    side.text(0.0, 0.52, "\n".join(lines), fontsize=11.5, va="top", family="monospace", transform=side.transAxes)
+    plots.stamp_figure(fig, session, reference)
+    return fig
+
+
+def figure_modes(data: dict[str, Any], reference: dict[str, Any] | None = None):
+    """Per mode over the same sweep: compiles (left) and total sweep time split compile/run (right)."""
+    modes = list(data["modes"])
+    fig, (a1, a2) = plots.figure(1, 2)
+    y = list(range(len(modes)))[::-1]
+    comp = [data["modes"][m]["summary"]["compiles"] for m in modes]
+    cols = [MODE_COLOR.get(m, "#777") for m in modes]
+    h = 0.38 if reference else 0.7
+    a1.barh([v + (h / 2 if reference else 0) for v in y], comp, height=h, color=cols, label="this machine")
+    for v, c in zip(y, comp):
+        a1.text(c + 0.2, v + (h / 2 if reference else 0), str(c), va="center", fontsize=12.5)
+    ref_modes = (reference or {}).get("modes", {})
+    if reference:
+        rc = [ref_modes.get(m, {}).get("summary", {}).get("compiles", 0) for m in modes]
+        a1.barh([v - h / 2 for v in y], rc, height=h, color="none", edgecolor=plots.PALETTE["reference"],
+                hatch="//", label=f"recorded: {reference.get('machine_short', '')}")
+        a1.legend(loc="center right", fontsize=11.5)  # beside the short rows (auto … eager), clear of jax.jit's
+    lim = data.get("limit")
+    if lim:
+        a1.axvline(lim, color=FALLBACK_COLOR, ls="--", lw=1)
+        a1.text(lim, len(modes) - 0.45, f" limit {lim}", color=FALLBACK_COLOR, fontsize=12)
+    a1.set_yticks(y, [MODE_SHORT.get(m, m) for m in modes])
+    a1.set_xlabel("compiles over the sweep")
+    n_calls = len(data["lengths"])
+    a1.set_title(f"{n_calls} calls, {len(set(data['lengths']))} distinct lengths", loc="left", fontsize=15)
+    cs = [data["modes"][m]["summary"]["compile_s"] for m in modes]
+    tot = [data["modes"][m]["summary"]["total_s"] for m in modes]
+    run = [max(t - c, 0.0) for t, c in zip(tot, cs)]
+    a2.barh(y, cs, color=COMPILE_COLOR, height=0.7, label="calls that compiled")
+    a2.barh(y, run, left=cs, color=cols, height=0.7, label="other calls")
+    eager_total = data["modes"].get("eager", {}).get("summary", {}).get("total_s")
+    for v, t, c, m in zip(y, tot, cs, modes):
+        summ = data["modes"][m]["summary"]
+        ratio = f" ({t / eager_total:.1f}× eager)" if eager_total and m != "eager" else ""
+        comp_txt = f"compiling {fmt_seconds(c)} · " if c > 0 else ""
+        a2.text(t, v, f" {fmt_seconds(t)}{ratio}\n {comp_txt}call {fmt_seconds(summ['steady_s'])}",
+                va="center", fontsize=11.5)
+    a2.set_yticks(y, ["" for _ in modes])
+    a2.set_xlabel("total time of the sweep (s)")
+    a2.set_xlim(0, max(tot + [1e-3]) * 2.0)
+    a2.legend(loc="lower left", bbox_to_anchor=(0.0, 1.0), ncols=2, fontsize=12, frameon=False,
+              borderaxespad=0.1)  # above the bars: their notes fill the right
+    plots.stamp_figure(fig, data, reference)
+    return fig
+
+
+def figure_compile_latency(data: dict[str, Any], reference: dict[str, Any] | None = None):
+    """One axis per framework: the first call with a cold cache and with a warm cache (split
+    where the framework exposes it) beside one steady-state call; then the break-even calls."""
+    backends = list(data["backends"].items())
+    fig, axes = plots.figure(1, len(backends) + 1,
+                             gridspec_kw={"width_ratios": [1.0] * len(backends) + [1.15]})
+    part_colors = ["#56B4E9", "#E69F00", "#999999"]
+    bes = []
+    for ax, (b, e) in zip(axes, backends):
+        ax.set_title(plots.label(b), loc="left", color=plots.color(b), fontsize=15)
+        if "error" in e:
+            ax.axis("off")
+            ax.text(0.5, 0.5, _wrap(e["error"], 30), ha="center", va="center", transform=ax.transAxes)
+            continue
+        scale, unit = (1.0, "s") if e["cold"]["first_s"] >= 1 else (1e3, "ms")
+        for x, k in enumerate(("cold", "warm")):
+            bottom = 0.0
+            for (pname, secs), col in zip(e[k]["parts"].items(), part_colors):
+                ax.bar(x, secs * scale, bottom=bottom, color=col, width=0.65, edgecolor=plots.color(b),
+                       label=_wrap(pname, 16) if x == 0 else None)
+                bottom += secs * scale
+            ax.text(x, bottom, f"{e[k]['first_s'] * scale:.3g} {unit}", ha="center", va="bottom", fontsize=12.5)
+            bes.append((f"{plots.label(b)}, {k}", e[k]["break_even_calls"], plots.color(b)))
+        ax.bar(2, e["steady_s"] * scale, color=plots.color(b), width=0.65)
+        ax.text(2, e["steady_s"] * scale, f"{fmt_seconds(e['steady_s'])}\n(eager\n{fmt_seconds(e['eager_s'])})",
+                ha="center", va="bottom", fontsize=11.5)
+        ax.set_xticks([0, 1, 2], ["cold\ncache", "warm\ncache", "one call,\ncompiled"])
+        ax.set_ylabel(f"first call ({unit})")
+        ax.set_ylim(0, max(e["cold"]["first_s"], e["warm"]["first_s"]) * scale * 2.1)
+        ax.legend(loc="upper right", fontsize=11.5, frameon=False, handlelength=1.2, handletextpad=0.4)
+    a2 = axes[-1]
+    vals = [v for _, v, _ in bes]
+    finite = [v for v in vals if not math.isinf(v)]
+    top = max(finite + [10.0]) * 5
+    a2.barh(range(len(bes)), [max(v, 1.0) if not math.isinf(v) else top for v in vals],
+            color=[c for *_, c in bes], height=0.6)
+    for i, (_n, v, _c) in enumerate(bes):
+        a2.text(max(v, 1.0) if not math.isinf(v) else top, i, " " + _fmt_calls(v), va="center", fontsize=12)
+    if reference and reference.get("backends"):
+        ref_lines = []
+        for b, e in reference["backends"].items():
+            if "error" not in e:
+                ref_lines.append(f"{plots.label(b)}: cold {fmt_seconds(e['cold']['first_s'])}, "
+                                 f"pays after {_fmt_calls(e['cold']['break_even_calls'])}")
+        a2.text(-0.45, -0.3, f"recorded ({reference.get('machine_short', '')}):\n" + "\n".join(ref_lines), fontsize=11,
+                transform=a2.transAxes, va="top", color=plots.PALETTE["reference"])
+    a2.set_xscale("log")
+    a2.set_xlim(1, top * 100)
+    a2.set_yticks(range(len(bes)), [n for n, *_ in bes], fontsize=12)
+    a2.invert_yaxis()
+    a2.set_xlabel("calls to break even (log)")
+    a2.set_title("compile repaid after…", loc="left", fontsize=15)
+    plots.stamp_figure(fig, data, reference)
+    return fig
