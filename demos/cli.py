@@ -132,6 +132,7 @@ def cmd_warm(args: argparse.Namespace) -> int:
     for demo in demos:
         t1 = time.perf_counter()
         try:
+            demo.forget()  # each demo warms from the declared state, as a live cell measures
             demo.warm_up()
             print(f"warmed {demo.key}: {time.perf_counter() - t1:.1f} s", flush=True)
         except Exception as exc:
