@@ -14,6 +14,7 @@ import pytest
 import demos  # noqa: F401  (environment before torch/JAX)
 from demos import topics
 from demos.deck.demo import Demo, Pow2Range
+from demos.engine.measurement import Run
 from demos.engine.results import Record
 
 DEMOS = topics.load()
@@ -73,7 +74,7 @@ def test_demo_draws_records_and_redraws(demo: Demo, tmp_path, monkeypatch):
         raise AssertionError("measured although a recorded run was asked for")
 
     with monkeypatch.context() as m:  # a recorded-only export draws the record without measuring
-        m.setattr("demos.deck.demo.Run", never)  # a measurement starts by making its Run
+        m.setattr(Run, "__init__", never)  # every measurement starts by making its Run
         m.setattr(demo._state, "memo", None)
         alone = demo.render(panel.values(), lambda f, m="": None).result
     fig = alone[0] if isinstance(alone, tuple) else alone
@@ -106,7 +107,7 @@ def test_a_failing_measurement_is_one_line_and_the_panel_survives(demo: Demo, mo
 
     panel = demo.panel()
     panel.initial = None  # a demo that opens warmed would otherwise draw `make warm`'s result first
-    monkeypatch.setattr("demos.deck.demo.Run", boom)  # the measurement fails as it starts
+    monkeypatch.setattr(Run, "__init__", boom)  # every measurement starts by making its Run: it fails
     monkeypatch.setattr(demo._state, "memo", None)
     panel._build()
     panel.update()
@@ -210,9 +211,10 @@ def test_each_measurement_gets_a_run_whose_cache_forget_drops():
 
     measure.__module__ = "tests.runprobe"
     demo = Demo("counts", "counts", controls=[dm_choice()], measure=measure, figure=lambda d, r: None)
-    assert demo.run({"n": 3})["hits"] == 1 and demo.run({"n": 4})["hits"] == 1
+    assert demo.run({"n": 3})["hits"] == 1
     assert demo.run({"n": 3})["hits"] == 1  # the latest measurement at these values: not measured again
-    assert demo.run({"n": 4})["hits"] == 2  # measured again: the demo's cache remembers
+    assert demo.run({"n": 4})["hits"] == 1
+    assert demo.run({"n": 3})["hits"] == 2  # measured again, with the demo's cache remembering
     assert len({id(r) for r in seen}) == 3 and len({id(r.cache) for r in seen}) == 1
     demo.forget()
     assert demo.run({"n": 4})["hits"] == 1 and seen[-1].cache == {4: 1}

@@ -26,6 +26,7 @@ import pytest
 
 import demos  # noqa: F401  (environment before torch/JAX)
 from demos import cli, topics
+from demos.engine.measurement import Run
 from demos.deck.demo import Choice, Demo, Float, Int, Pow2, Pow2Range
 from demos.engine import settings
 from demos.engine.errors import DemoError
@@ -85,16 +86,15 @@ def test_every_declared_control_takes_its_values_and_refuses_its_bad_ones(kind):
 
 
 def _never(demo: Demo):
-    @functools.wraps(demo.measure)  # keeps the signature Demo.validate reads
-    def measure(*_a, **_k):
+    def start(*_a, **_k):
         raise AssertionError(f"{demo.key}: measured a value that should have been refused")
-    return measure
+    return start
 
 
 @pytest.mark.parametrize("demo", DEMOS, ids=IDS)
 def test_run_and_overrides_refuse_bad_values_before_measuring(demo: Demo, monkeypatch, capsys):
-    monkeypatch.setattr(demo, "measure", _never(demo))
-    monkeypatch.setattr(demo, "_memo", None)
+    monkeypatch.setattr(Run, "__init__", _never(demo))  # every measurement starts by making its Run
+    monkeypatch.setattr(demo._state, "memo", None)
     monkeypatch.setenv("DEMOS_STATIC", "1")
     for c in demo.control_list():
         for v in c.bad_values():
@@ -406,7 +406,7 @@ def test_an_executed_part_that_drew_placeholders_is_refused_too():
 def test_an_interrupted_panel_says_so_and_measures_on_the_next_move(monkeypatch):
     calls = []
 
-    def measure(n: int) -> dict:
+    def measure(run, n: int) -> dict:
         calls.append(n)
         if len(calls) == 1:
             raise KeyboardInterrupt
@@ -419,8 +419,9 @@ def test_an_interrupted_panel_says_so_and_measures_on_the_next_move(monkeypatch)
         ax.plot(range(data["n"]))
         return fig
 
+    measure.__module__ = "tests.inputprobe"
     demo = Demo("interruptible", "interruptible", controls=[Choice("n", 3, options=[3, 4])], measure=measure,
-                figure=figure, topic="inputprobe")
+                figure=figure)
     panel = demo.panel()
     panel._build()
     panel.update()  # the kernel's interrupt arrives mid-measurement
