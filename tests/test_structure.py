@@ -182,3 +182,80 @@ def test_no_import_cycles():
 def test_imports_run_down_the_layers():
     found = upward(import_graph())
     assert not found, "imports against the layer order engine → introspection → deck → topics:\n" + "\n".join(found)
+
+
+# ------------------------------------------------------------------------------------------
+# Every environment read goes through demos/engine/settings.py
+# ------------------------------------------------------------------------------------------
+SETTINGS_MODULE = "demos.engine.settings"
+_WRITES = ("pop", "setdefault", "update", "clear")   # os.environ.<these>(…) as a statement: setting it
+_COPIES = ("copy",)                                  # os.environ.copy(): a child's environment
+
+
+def _is_environ(node: ast.AST) -> bool:
+    return (isinstance(node, ast.Attribute) and node.attr in ("environ", "environb")
+            and isinstance(node.value, ast.Name) and node.value.id == "os")
+
+
+def environment_reads(source: str) -> list[tuple[int, str]]:
+    """(line, what) for every read of the process environment in ``source``: ``os.getenv``,
+    ``os.environ.get``, ``os.environ[…]`` read, ``… in os.environ``, iterating it, ``from os import
+    environ``. Not reads: setting or deleting a variable (``os.environ[k] = v``, ``del``, ``.pop``,
+    ``.setdefault`` or ``.update`` as a statement) and copying it whole for a child
+    (``dict(os.environ, …)``, ``os.environ.copy()``)."""
+    tree = ast.parse(source)
+    parents = {child: node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module == "os":
+            for alias in node.names:
+                if alias.name in ("environ", "environb", "getenv", "getenvb"):
+                    found.append((node.lineno, f"from os import {alias.name}"))
+            continue
+        if (isinstance(node, ast.Attribute) and node.attr in ("getenv", "getenvb")
+                and isinstance(node.value, ast.Name) and node.value.id == "os"):
+            found.append((node.lineno, f"os.{node.attr}"))
+            continue
+        if not _is_environ(node):
+            continue
+        up = parents.get(node)
+        if isinstance(up, ast.Subscript) and up.value is node and isinstance(up.ctx, (ast.Store, ast.Del)):
+            continue                                             # os.environ[k] = v / del os.environ[k]
+        if isinstance(up, ast.Call) and node in up.args and isinstance(up.func, ast.Name) and up.func.id == "dict":
+            continue                                             # dict(os.environ, …): a child's environment
+        if isinstance(up, ast.Attribute) and isinstance(parents.get(up), ast.Call) and parents[up].func is up:
+            call = parents[up]
+            if up.attr in _COPIES or (up.attr in _WRITES and isinstance(parents.get(call), ast.Expr)):
+                continue
+            found.append((node.lineno, f"os.{node.attr}.{up.attr}(…)"))
+            continue
+        found.append((node.lineno, f"os.{node.attr}" + ("[…]" if isinstance(up, ast.Subscript) else "")))
+    return sorted(found)
+
+
+def test_the_environment_read_detector():
+    reads = environment_reads(
+        "import os\n"
+        "a = os.environ.get('A')\n"            # 2
+        "b = os.getenv('B', '')\n"             # 3
+        "c = os.environ['C']\n"                # 4
+        "d = 'D' in os.environ\n"              # 5
+        "e = os.environ.pop('E', None)\n"      # 6: a pop whose value is used reads it
+        "for k in os.environ: pass\n"          # 7
+        "from os import environ\n"             # 8
+        "os.environ['F'] = '1'\n"
+        "del os.environ['F']\n"
+        "os.environ.pop('G', None)\n"
+        "os.environ.setdefault('H', 'x')\n"
+        "env = dict(os.environ, I='1')\n"
+        "env2 = os.environ.copy()\n"
+        "env.get('PYTHONSTARTUP')\n")
+    assert [line for line, _ in reads] == [2, 3, 4, 5, 6, 7, 8], reads
+
+
+def test_every_environment_read_goes_through_settings():
+    found = [f"{path.relative_to(ROOT)}:{line}: {what}"
+             for name, path in modules().items() if name != SETTINGS_MODULE
+             for line, what in environment_reads(path.read_text())]
+    assert not found, ("environment read outside demos/engine/settings.py (declare the variable in its SETTINGS "
+                       "and read it with settings.get/raw):\n" + "\n".join(found))
