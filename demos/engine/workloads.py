@@ -17,8 +17,8 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from demos import BACKENDS
 from demos.engine.devices import (
+    BACKENDS,
     check_dtype,
     free_memory_bytes,
     jax_or_none,
