@@ -20,8 +20,9 @@ from demos.engine.env import configure_environment
 
 configure_environment()
 
+from demos.engine.devices import BACKENDS  # noqa: E402,F401  (the four forms; the name callers know)
+
 __version__ = "0.1.0"
-BACKENDS = ("torch_eager", "torch_compile", "jax_eager", "jax_jit")
 
 
 def __getattr__(name: str):

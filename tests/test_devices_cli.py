@@ -188,3 +188,40 @@ def test_unwritable_cache_folder_is_said_before_any_work(tmp_path):
     assert r.returncode == 1 and "cannot be kept" in r.stdout and "not writable" in r.stdout
     r = run("-m", "demos.deck.present", "--mark-warm", env=env)
     assert r.returncode == 2 and "cannot write the warm marker" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_a_change_of_demos_device_in_the_process_is_followed(monkeypatch):
+    """The device found is kept per value of DEMOS_DEVICE, not read once: setting it later in the
+    same process (a notebook's os.environ, a test) takes effect, and each value is looked up once."""
+    import demos.engine.hardware as hw
+    from demos.engine import plots
+    from demos.engine.settings import SettingError
+
+    # a machine with a GPU, as far as the setting's check goes (nothing here touches the GPU)
+    monkeypatch.setattr(hw, "present_devices", lambda: ["cuda", "cpu"])
+    looked = []
+    real = dv.torch_or_none
+    monkeypatch.setattr(dv, "torch_or_none", lambda: looked.append(1) or real())
+    monkeypatch.delenv("DEMOS_DEVICE", raising=False)
+    dv.torch_device.cache_clear()
+    try:
+        found = dv.torch_device()
+        assert dv.torch_device() == found and len(looked) == 1  # found once, then kept
+        monkeypatch.setenv("DEMOS_DEVICE", "cuda")
+        assert dv.torch_device() == "cuda" and dv.device_kind() == "gpu"
+        monkeypatch.setenv("DEMOS_DEVICE", "cpu")
+        assert dv.torch_device() == "cpu" and dv.device_kind() == "cpu" and dv.device_name().startswith("CPU:")
+        monkeypatch.setenv("DEMOS_DEVICE", "tpu")
+        with pytest.raises(SettingError, match="DEMOS_DEVICE='tpu'"):
+            dv.torch_device()
+        monkeypatch.delenv("DEMOS_DEVICE")
+        before = len(looked)
+        assert dv.torch_device() == found and len(looked) == before  # unset again: the device found first
+    finally:
+        dv.torch_device.cache_clear()
+    # a figure's stamp describes the device in force too
+    calls = []
+    monkeypatch.setattr(plots, "_MACHINE", {})
+    for device in ("cpu", "cpu", "cuda", "cpu"):
+        assert plots._cached_machine(lambda: calls.append(device) or {"device": device}, device)["device"] == device
+    assert calls == ["cpu", "cuda"]

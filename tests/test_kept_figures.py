@@ -142,3 +142,44 @@ def test_a_figure_that_cannot_be_emptied_is_replaced_by_a_new_one(monkeypatch):
     with plots.keeping(slot):
         third, _ = plots.figure()
     assert third is second and slot.reused == 1
+
+
+def test_the_tick_patch_is_in_place_only_while_to_png_draws():
+    """matplotlib's private ``Axis._update_ticks`` is the deck's only during a ``to_png`` draw:
+    importing the deck changes nothing of matplotlib, and a draw that fails puts it back too."""
+    import subprocess
+    import sys
+
+    from matplotlib.artist import Artist
+    from matplotlib.axis import Axis
+
+    code = ("import matplotlib.axis as a; own = a.Axis.__dict__['_update_ticks']; import demos.engine.plots; "
+            "assert a.Axis.__dict__['_update_ticks'] is own, a.Axis.__dict__['_update_ticks']")
+    r = subprocess.run([sys.executable, "-c", code], cwd=Path(__file__).resolve().parent.parent, capture_output=True,
+                       text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+
+    own = Axis.__dict__["_update_ticks"]
+    assert own.__module__ == "matplotlib.axis" and own is not plots._update_ticks_once
+    seen = []
+
+    class Probe(Artist):
+        fail = False
+
+        def draw(self, renderer):
+            seen.append(Axis.__dict__["_update_ticks"])
+            if self.fail:
+                raise RuntimeError("a draw that fails")
+
+    fig, ax = plots.figure()
+    ax.plot([1, 2, 3], [1, 4, 9])
+    probe = Probe()
+    probe.set_in_layout(False)
+    fig.add_artist(probe)
+    png = plots.to_png(fig)
+    assert seen == [plots._update_ticks_once] and png[:8] == b"\x89PNG\r\n\x1a\n"
+    assert Axis.__dict__["_update_ticks"] is own and plots._TICKS is None
+    probe.fail = True
+    with pytest.raises(RuntimeError):
+        plots.to_png(fig)
+    assert seen[-1] is plots._update_ticks_once and Axis.__dict__["_update_ticks"] is own and plots._TICKS is None

@@ -10,7 +10,6 @@ table (demo, device, pass/fail, seconds, memory, fix), writes it with every figu
 from __future__ import annotations
 
 import json
-import os
 import resource
 import shutil
 import sys
@@ -21,6 +20,7 @@ from typing import Sequence
 
 from demos.engine.env import PROJECT_ROOT
 from demos.engine.errors import one_line, release_memory
+from demos.engine.settings import get, raw, temporarily
 
 OUT = PROJECT_ROOT / "build" / "check"
 
@@ -88,10 +88,10 @@ def check_environment() -> list[Row]:
                     fix=problem or ""))
     warm, line = cache_status()
     rows.append(Row("compile caches warm", "-", warm, detail=line, fix="" if warm else "run `make warm`"))
-    browser = shutil.which("chromium") or shutil.which("chromium-browser") or os.environ.get("DEMOS_CHROMIUM")
+    browser = shutil.which("chromium") or shutil.which("chromium-browser") or raw("DEMOS_CHROMIUM")
     rows.append(Row("chromium for `make pdf`", "-", bool(browser), detail=browser or "not found",
                     fix="" if browser else "apt-get install chromium"))
-    prealloc = os.environ.get("XLA_PYTHON_CLIENT_PREALLOCATE", "")
+    prealloc = get("XLA_PYTHON_CLIENT_PREALLOCATE") or ""
     ok = prealloc.lower() == "false"
     rows.append(Row("JAX does not preallocate the GPU", "-", ok, detail=f"XLA_PYTHON_CLIENT_PREALLOCATE={prealloc!r}",
                     fix="" if ok else "unset XLA_PYTHON_CLIENT_PREALLOCATE (demos sets it to false)"))
@@ -111,15 +111,8 @@ def table(rows: Sequence[Row]) -> str:
 
 
 def run(demos: Sequence, out: Path = OUT, verbose: bool = True) -> list[Row]:
-    old = os.environ.get("DEMOS_STATIC")
-    os.environ["DEMOS_STATIC"] = "1"  # headless: figures as PNG, no widgets (only while checking)
-    try:
+    with temporarily({"DEMOS_STATIC": "1"}):  # headless: figures as PNG, no widgets (only while checking)
         return _run(demos, out, verbose)
-    finally:
-        if old is None:
-            os.environ.pop("DEMOS_STATIC", None)
-        else:
-            os.environ["DEMOS_STATIC"] = old
 
 
 def _run(demos: Sequence, out: Path, verbose: bool) -> list[Row]:

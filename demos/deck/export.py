@@ -34,12 +34,13 @@ from pathlib import Path
 from demos.deck.demo import WARMED_DIR
 from demos.engine.env import PROJECT_ROOT, package_digest
 from demos.engine.errors import DemoError
+from demos.engine.settings import at_import
 
 # read at import (checked, with every setting, by demos.engine.settings before a command's work)
-BUILD = Path(os.environ.get("DEMOS_BUILD_DIR", "").strip() or PROJECT_ROOT / "build")
+BUILD = Path(at_import("DEMOS_BUILD_DIR") or PROJECT_ROOT / "build")
 NODE_MODULES = PROJECT_ROOT / "node_modules"
 THEME = PROJECT_ROOT / "assets" / "theme.css"
-CHROMIUM = os.environ.get("DEMOS_CHROMIUM", "").strip() or "/usr/bin/chromium"
+CHROMIUM = str(at_import("DEMOS_CHROMIUM") or "/usr/bin/chromium")
 CHROMIUM_ARGS = [
     "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
     "--disable-background-networking", "--disable-component-update", "--disable-sync",

@@ -8,7 +8,6 @@ exports and tests do (DEMOS_STATIC=1: live cells render their default figure as 
 """
 from __future__ import annotations
 
-import os
 import re
 import time
 from pathlib import Path
@@ -184,14 +183,11 @@ def execute(path: str | Path, timeout: int = 900, static: bool = True, cwd: str 
     import nbformat
     from nbclient import NotebookClient
 
+    from demos.engine.settings import temporarily
+
     nb = nbformat.read(str(path), as_version=4)
-    old = {k: os.environ.get(k) for k in ("DEMOS_STATIC", *(env or {}))}
-    if static:
-        os.environ["DEMOS_STATIC"] = "1"
-    for k, v in (env or {}).items():
-        os.environ[k] = v
     t0 = time.perf_counter()
-    try:
+    with temporarily({**({"DEMOS_STATIC": "1"} if static else {}), **(env or {})}):
         client = NotebookClient(nb, timeout=timeout, kernel_name="python3",
                                 resources={"metadata": {"path": str(cwd or Path(path).parent)}},
                                 store_widget_state=store_widget_state)
@@ -202,12 +198,6 @@ def execute(path: str | Path, timeout: int = 900, static: bool = True, cwd: str 
 
         client.on_notebook_start = patch_channels
         client.execute()
-    finally:
-        for k, v in old.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
     return nb, time.perf_counter() - t0
 
 

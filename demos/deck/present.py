@@ -34,6 +34,7 @@ from pathlib import Path
 
 from demos.engine.env import CACHE_ROOT, PROJECT_ROOT, VERSIONED, cache_problem, package_digest, package_version
 from demos.engine.errors import DemoError
+from demos.engine.settings import get, parse
 
 LOOPBACK_NAMES = ("localhost",)
 WARM_MARKER = CACHE_ROOT / "warm.json"
@@ -130,7 +131,7 @@ def plan(part: str | int | None = None, port: int | None = None, ip: str = "127.
     """Build the server command. Refuses an empty token and any non-loopback address."""
     ip = check_ip(ip)
     if token is None:
-        env_token = os.environ.get("JUPYTER_TOKEN")
+        env_token = get("JUPYTER_TOKEN")  # empty is a value here, refused below
         token = new_token() if env_token is None else env_token
     token = check_token(token)
     port = int(port) if port else 8888
@@ -288,7 +289,7 @@ def _raise_stop(signum, _frame):
 
 
 def _can_open_browser() -> bool:
-    if sys.platform.startswith("linux") and not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")):
+    if sys.platform.startswith("linux") and not (get("DISPLAY") or get("WAYLAND_DISPLAY")):
         return False
     return True
 
@@ -310,8 +311,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _present(args) -> int:
-    from demos.engine.settings import get, parse
-
     if args.mark_warm:
         print(f"wrote {mark_warm()}")
         return 0

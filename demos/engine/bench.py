@@ -5,8 +5,7 @@ import sys
 import time
 from typing import Callable, Iterable
 
-from demos import BACKENDS
-from demos.engine.devices import working_backends
+from demos.engine.devices import BACKENDS, working_backends
 from demos.engine.errors import DemoError, is_oom, one_line, release_memory
 from demos.engine.results import Record, Row
 from demos.engine.timing import first_call, fmt_seconds, measure

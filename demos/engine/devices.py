@@ -1,4 +1,8 @@
-"""Which devices and frameworks exist here, described as data (never an import-time crash)."""
+"""Which devices and frameworks exist here, described as data (never an import-time crash).
+
+The environment the frameworks read when they start is set by ``demos/__init__.py``, which Python
+runs before any module of ``demos.engine`` (a parent package is imported first).
+"""
 from __future__ import annotations
 
 import functools
@@ -10,20 +14,14 @@ import sysconfig
 from pathlib import Path
 from typing import Any
 
-import demos  # noqa: F401  (its __init__ sets the environment before frameworks load)
-from demos.engine.errors import DemoError
 from demos.engine.env import package_version
+from demos.engine.errors import DemoError
+from demos.engine.hardware import present_devices, torch_or_none  # noqa: F401  (the names callers know)
+from demos.engine.settings import get, parse, raw
 
 DTYPES = ("float32", "bfloat16", "float16")
-
-
-@functools.lru_cache(maxsize=None)
-def torch_or_none():
-    try:
-        import torch
-    except Exception:  # ImportError, or a broken install
-        return None
-    return torch
+# The four forms every workload runs in (also ``demos.BACKENDS``).
+BACKENDS = ("torch_eager", "torch_compile", "jax_eager", "jax_jit")
 
 
 @functools.lru_cache(maxsize=None)
@@ -36,8 +34,6 @@ def jax_or_none():
     # PyTorch runs fp32 matmuls in full fp32 unless told otherwise; JAX uses TF32 on
     # recent GPUs by default. Align them: full precision for both.
     jax.config.update("jax_default_matmul_precision", "highest")
-    from demos.engine.settings import raw
-
     cache_dir = raw("DEMOS_JAX_CACHE_DIR")
     if cache_dir:
         try:
@@ -63,12 +59,15 @@ def require_jax():
     return jax
 
 
-@functools.lru_cache(maxsize=None)
 def torch_device() -> str:
-    """cuda > mps > cpu; DEMOS_DEVICE=cpu forces the CPU."""
-    from demos.engine.settings import get
+    """cuda > mps > cpu; DEMOS_DEVICE=cpu forces the CPU. The setting is read on every call (the
+    device found is kept per value of it), so a change in this process takes effect."""
+    return _torch_device(raw("DEMOS_DEVICE"))
 
-    forced = get("DEMOS_DEVICE")  # one that exists here, or one line saying which do
+
+@functools.lru_cache(maxsize=None)
+def _torch_device(setting: str | None) -> str:
+    forced = None if setting is None else parse("DEMOS_DEVICE", setting)  # one that exists here, or one line saying which do
     if forced:
         return forced
     torch = torch_or_none()
@@ -108,16 +107,28 @@ def cpu_model() -> str:
     return platform.processor() or platform.machine()
 
 
-@functools.lru_cache(maxsize=None)
 def device_name() -> str:
-    """Human name of the torch device the demos run on."""
-    dev = torch_device()
+    """Human name of the torch device the demos run on (that of ``DEMOS_DEVICE`` as it is now)."""
+    return _device_name(torch_device())
+
+
+@functools.lru_cache(maxsize=None)
+def _device_name(dev: str) -> str:
     torch = torch_or_none()
     if dev == "cuda" and torch is not None:
         return torch.cuda.get_device_name(0)
     if dev == "mps":
         return f"Apple MPS ({platform.machine()})"
     return f"CPU: {cpu_model()} ({os.cpu_count()} threads)"
+
+
+def _clear_device_caches() -> None:
+    _torch_device.cache_clear()
+    _device_name.cache_clear()
+
+
+torch_device.cache_clear = _clear_device_caches  # as when they were lru caches themselves
+device_name.cache_clear = _clear_device_caches
 
 
 def set_threads(n: int | None = None) -> int:
@@ -178,7 +189,7 @@ def free_memory_bytes(device: str | None = None) -> int | None:
 def cxx_compiler() -> str | None:
     """The C++ compiler Inductor will use: $CXX when set (Inductor takes it as is), else g++
     (clang++ on macOS); None when that is not on PATH."""
-    name = os.environ.get("CXX") or ("clang++" if sys.platform == "darwin" else "g++")
+    name = get("CXX") or ("clang++" if sys.platform == "darwin" else "g++")
     return shutil.which(name)
 
 
@@ -190,7 +201,7 @@ def cxx_problem() -> str | None:
     a file including Python.h succeeds (about 0.2 s; done once per compiler)."""
     cxx = cxx_compiler()
     if cxx is None:
-        name = os.environ.get("CXX")
+        name = get("CXX")
         return f"CXX={name!r} is not on PATH" if name else "no C++ compiler (g++) on PATH"
     if not python_headers():
         return "no Python headers (Python.h)"
@@ -293,7 +304,7 @@ def backend_status(check_compile: bool = False) -> dict[str, dict[str, Any]]:
             status["torch_compile"] = {
                 "ok": False,
                 "detail": problem,
-                "fix": _CXX_FIX + ("; or unset CXX (then g++ is used)" if os.environ.get("CXX") else ""),
+                "fix": _CXX_FIX + ("; or unset CXX (then g++ is used)" if get("CXX") else ""),
             }
         else:
             detail = "Inductor → " + ("Triton kernels" if torch_device() == "cuda" else "C++/OpenMP kernels")

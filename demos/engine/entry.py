@@ -14,7 +14,6 @@ slide tools) builds its arguments with :class:`Parser` and runs its body through
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import traceback
 from typing import Callable
@@ -55,7 +54,12 @@ def guarded(prog: str, body: Callable[[], int], settings: bool = True) -> int:
 
 
 def _debug() -> bool:
-    return os.environ.get("DEMOS_DEBUG", "").strip().lower() in ("1", "true", "yes", "on")
+    from demos.engine.settings import SettingError, get
+
+    try:
+        return bool(get("DEMOS_DEBUG"))
+    except SettingError:  # a malformed value shows no traceback (the setting is named before any work)
+        return False
 
 
 def number_list(text: str, what: str) -> list[int]:

@@ -4,11 +4,12 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-PROJECT_ROOT = Path(__file__).resolve().parents[2]
-CACHE_ROOT = Path(os.environ.get("DEMOS_CACHE_DIR", "").strip() or PROJECT_ROOT / ".cache")
+from demos.engine.settings import PROJECT_ROOT, at_import, get
+
+CACHE_ROOT = Path(at_import("DEMOS_CACHE_DIR") or PROJECT_ROOT / ".cache")
 # Results `make warm` keeps for the panels that open on them (DEMOS_KEPT_DIR moves them alone:
 # the tests keep theirs in a temporary folder, never the developer's).
-KEPT_DIR = Path(os.environ.get("DEMOS_KEPT_DIR", "").strip() or CACHE_ROOT / "last")
+KEPT_DIR = Path(at_import("DEMOS_KEPT_DIR") or CACHE_ROOT / "last")
 # Packages whose version changes what the deck measures or compiles.
 VERSIONED = ("torch", "jax", "jaxlib")
 
@@ -97,8 +98,6 @@ def static_mode() -> bool:
 
     Set DEMOS_STATIC=1 for nbclient/nbconvert runs; outside a Jupyter kernel it is always on.
     """
-    from demos.engine.settings import get
-
     if get("DEMOS_STATIC"):
         return True
     try:

@@ -4,6 +4,7 @@ from __future__ import annotations
 import contextlib
 import io
 import math
+import threading
 from typing import Any
 
 import matplotlib
@@ -162,9 +163,12 @@ from matplotlib.layout_engine import ConstrainedLayoutEngine  # noqa: E402
 # its siblings, then in the drawing, and a log axis with its minor ticks takes ~1 ms each time.
 # Within one draw (:func:`to_png`), an axis whose view, size, scale, locators and formatters are
 # what they were the last time it located its ticks hands back the ticks it located then.
+# The patch of matplotlib's private ``Axis._update_ticks`` is in place only during that draw
+# (:func:`_ticks_once`): importing this module changes nothing of matplotlib, and any other
+# figure of the process (a notebook's own, inline) is drawn by matplotlib's own code.
 # ---------------------------------------------------------------------------------------
 _TICKS: dict[int, tuple] | None = None
-_update_ticks = Axis._update_ticks
+_update_ticks = Axis._update_ticks  # matplotlib's own (what `_ticks_once` puts back)
 
 
 def _update_ticks_once(self):
@@ -180,18 +184,27 @@ def _update_ticks_once(self):
     return ticks
 
 
-Axis._update_ticks = _update_ticks_once
+_TICKS_LOCK = threading.RLock()  # one patched draw at a time: the patch is the whole process's while it lasts
 
 
 @contextlib.contextmanager
 def _ticks_once():
+    """Within the block, each axis locates its ticks once per state: ``Axis._update_ticks`` is
+    the deck's, and what it was before (matplotlib's own) again afterwards; a nested block keeps
+    the outer one's."""
     global _TICKS
-    outer = _TICKS
-    _TICKS = {} if outer is None else outer
-    try:
-        yield
-    finally:
-        _TICKS = outer
+    with _TICKS_LOCK:
+        outer = _TICKS
+        if outer is None:
+            saved = Axis.__dict__["_update_ticks"]
+            _TICKS = {}
+            Axis._update_ticks = _update_ticks_once
+        try:
+            yield
+        finally:
+            if outer is None:
+                Axis._update_ticks = saved
+            _TICKS = outer
 
 
 class KeptLayout(ConstrainedLayoutEngine):
@@ -343,22 +356,22 @@ def machine_stamp(machine: dict[str, Any], extra: str = "", date: str = "") -> s
 def live_stamp(extra: str = "", threads: str = "") -> str:
     """Where a live measurement ran; ``threads`` is the thread policy it ran under (a CPU's
     ``Conditions.stamp()``, e.g. "1 of 2 threads (1 of 2 cores busy elsewhere)")."""
-    from demos.engine.devices import machine_info
+    from demos.engine.devices import machine_info, torch_device
     from demos.engine.results import now_iso
 
-    machine = dict(_cached_machine(machine_info))
+    machine = dict(_cached_machine(machine_info, torch_device()))
     if threads:
         machine["threads_policy"] = threads
     return machine_stamp(machine, extra, now_iso())
 
 
-_MACHINE: dict[str, Any] = {}
+_MACHINE: dict[str, dict[str, Any]] = {}  # per torch device (DEMOS_DEVICE may change in a process)
 
 
-def _cached_machine(fn) -> dict[str, Any]:
-    if not _MACHINE:
-        _MACHINE.update(fn())
-    return _MACHINE
+def _cached_machine(fn, device: str) -> dict[str, Any]:
+    if device not in _MACHINE:
+        _MACHINE[device] = fn()
+    return _MACHINE[device]
 
 
 def to_png(fig: Figure) -> bytes:

@@ -5,16 +5,26 @@ default. A value that does not parse raises :class:`SettingError`: one line nami
 value and what is allowed, e.g. ``DEMOS_THREADS='abc': a whole number from 1 to 1024``. Every
 command calls :func:`check_all` before any work (exit code 2); a live cell meets the same line in
 its panel when the measurement reads the setting.
+
+This is the one module of ``demos/`` that reads the environment (``tests/test_structure.py``
+fails on a raw read anywhere else); writing it for children, or copying it into a child's, is
+done where the child starts. It sits at the bottom of the engine, above only
+:mod:`demos.engine.errors` and :mod:`demos.engine.hardware` (which devices exist, for
+``DEMOS_DEVICE``), so every module may read a setting without an import circle.
 """
 from __future__ import annotations
 
+import contextlib
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 from demos.engine.errors import DemoError
+from demos.engine.hardware import missing_device, present_devices
 
+# The checkout: slides/, .cache/ and build/ are under it (demos.engine.env re-exports it).
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
 TRUE = ("1", "true", "yes", "on")
 FALSE = ("0", "false", "no", "off")
 
@@ -30,6 +40,7 @@ class Setting:
     parse: Callable[[str], Any]        # raw text -> value; raises ValueError when it is not allowed
     default: Any = None
     help: str = ""
+    empty_is_unset: bool = True        # False: an empty value is a value (JUPYTER_TOKEN='' is refused, not unset)
 
 
 def _whole(lo: int, hi: int) -> Callable[[str], int]:
@@ -60,7 +71,7 @@ def _choice(*options: str) -> Callable[[str], str]:
 
 
 def _folder(text: str) -> Path:
-    p = Path(text).expanduser()
+    p = Path(text.strip()).expanduser()
     if p.exists() and not p.is_dir():
         raise ValueError
     return p
@@ -74,7 +85,7 @@ def _file(text: str) -> Path:
 
 
 def _program(text: str) -> Path:
-    p = Path(text).expanduser()
+    p = Path(text.strip()).expanduser()
     if not (p.is_file() and os.access(p, os.X_OK)):
         raise ValueError
     return p
@@ -84,35 +95,15 @@ def _device(text: str) -> str:
     low = text.strip().lower()
     if low not in ("cpu", "cuda", "mps"):
         raise ValueError
-    missing = _missing_device(low)
+    missing = missing_device(low)
     if missing:
         raise SettingError(f"DEMOS_DEVICE={text!r}: {missing}; this machine has {', '.join(present_devices())}")
     return low
 
 
-def present_devices() -> list[str]:
-    """The torch devices this machine really has (cpu always)."""
-    from demos.engine.devices import torch_or_none
-
-    torch = torch_or_none()
-    found = ["cpu"]
-    if torch is None:
-        return found
-    try:
-        if torch.cuda.is_available():
-            found.insert(0, "cuda")
-        mps = getattr(torch.backends, "mps", None)
-        if mps is not None and mps.is_available():
-            found.insert(0, "mps")
-    except Exception:  # pragma: no cover - a broken driver is "no device"
-        pass
-    return found
-
-
-def _missing_device(name: str) -> str | None:
-    if name == "cpu" or name in present_devices():
-        return None
-    return f"no {name.upper() if name == 'cuda' else name} device here"
+def _text(text: str) -> str:
+    """Any text, as it is (a variable another program reads the same way)."""
+    return text
 
 
 def _part(text: str) -> str:
@@ -120,8 +111,6 @@ def _part(text: str) -> str:
     text = text.strip()
     if text.endswith(".ipynb"):
         return text
-    from demos.engine.env import PROJECT_ROOT
-
     n = int(text, 10)
     if not list((PROJECT_ROOT / "slides").glob(f"{n:02d}_*.ipynb")):
         raise ValueError
@@ -129,8 +118,6 @@ def _part(text: str) -> str:
 
 
 def _part_numbers() -> str:
-    from demos.engine.env import PROJECT_ROOT
-
     nums = sorted(int(p.name[:2]) for p in (PROJECT_ROOT / "slides").glob("[0-9][0-9]_*.ipynb"))
     return ", ".join(map(str, nums)) or "none yet"
 
@@ -160,13 +147,27 @@ SETTINGS: dict[str, Setting] = {s.name: s for s in (
             help="make pdf/html: draw this recorded run"),
     Setting("PORT", "a port number from 1 to 65535", _whole(1, 65535), 8888, help="make present's port"),
     Setting("PART", "a part number in slides/ or a .ipynb path", _part, "1", help="make present's part"),
+    # Other programs' variables the deck reads: any text (each is checked where it is used, e.g. a CXX
+    # that is not on PATH is a backend problem `python -m demos info` reports, not a malformed setting)
+    Setting("CXX", "a C++ compiler command", _text,
+            help="the compiler Inductor runs as is (default g++, clang++ on macOS)"),
+    Setting("JUPYTER_TOKEN", "a token", _text, empty_is_unset=False,
+            help="make present's server token (unset: a random one; empty or short: refused by make present)"),
+    Setting("XLA_PYTHON_CLIENT_PREALLOCATE", "a JAX flag", _text,
+            help="JAX's GPU preallocation; demos sets it to false (make check says when it is not)"),
+    Setting("DISPLAY", "an X display", _text, help="make present opens a browser only with a display"),
+    Setting("WAYLAND_DISPLAY", "a Wayland display", _text, help="make present opens a browser only with a display"),
 )}
 
 
 def raw(name: str) -> str | None:
-    """The setting's text, or None when unset or empty."""
+    """The setting's text, or None when unset or empty (empty is a value for a setting declared
+    ``empty_is_unset=False``). Only a declared setting is read: declare a new one in SETTINGS."""
+    s = SETTINGS[name]
     text = os.environ.get(name)
-    return text if text is not None and text.strip() else None
+    if text is None or (s.empty_is_unset and not text.strip()):
+        return None
+    return text
 
 
 def parse(name: str, text: str) -> Any:
@@ -185,6 +186,32 @@ def get(name: str) -> Any:
     """The setting's value: parsed when set, its default when unset or empty."""
     text = raw(name)
     return SETTINGS[name].default if text is None else parse(name, text)
+
+
+@contextlib.contextmanager
+def temporarily(values: dict[str, str]) -> Iterator[None]:
+    """Within the block, the environment has ``values`` (for this process and the children it
+    starts); afterwards each variable is as it was, set or unset."""
+    before = {k: os.environ.get(k) for k in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for k, v in before.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+def at_import(name: str) -> Any:
+    """The setting's value for a module that reads it as it is imported, which must not fail:
+    parsed, or its default when unset; a malformed value is taken as written, stripped (a
+    command's first step, :func:`check_all`, names it in one line before any work)."""
+    try:
+        return get(name)
+    except SettingError:
+        return raw(name).strip()
 
 
 def check_all(names: tuple[str, ...] | None = None) -> None:

@@ -206,8 +206,8 @@ def _serve(preload: list[str]) -> None:  # pragma: no cover - runs in the child 
         proto.flush()
 
     try:
-        import demos  # noqa: F401  (the environment before torch/JAX)
-
+        # `python -m demos.engine.worker` imported the package `demos` first: the environment is set
+        # before torch/JAX start
         for name in preload:
             importlib.import_module(name)
     except Exception as exc:

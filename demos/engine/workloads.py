@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from demos.engine.devices import (
+    BACKENDS,
     check_dtype,
     free_memory_bytes,
     jax_or_none,

@@ -1,0 +1,262 @@
+"""The package's shape, read from its source with ``ast`` (nothing is imported):
+
+- no import circle anywhere in ``demos/``, counting imports inside functions;
+- imports run one way, down the layers: topics → deck → introspection → engine
+  (``demos/__init__.py``, ``demos/cli.py`` and ``demos/__main__.py`` are the top and may import anything);
+- every environment read goes through ``demos/engine/settings.py``, the one parser.
+"""
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# Lowest first. A module may import its own layer (without a cycle) and any layer below it.
+LAYERS = ("engine", "introspection", "deck", "topics")
+TOP = ("demos", "demos.cli", "demos.__main__")
+
+
+def module_name(path: Path, root: Path = ROOT) -> str:
+    parts = list(path.relative_to(root).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def modules(root: Path = ROOT) -> dict[str, Path]:
+    return {module_name(p, root): p for p in sorted((root / "demos").rglob("*.py"))}
+
+
+def _resolve(name: str, known: dict[str, Path]) -> str | None:
+    """The module ``name`` is, or the package it lies in (None outside demos)."""
+    while name and name not in known:
+        name = name.rpartition(".")[0]
+    return name or None
+
+
+def _base(node: ast.ImportFrom, importer: str, is_package: bool) -> str:
+    """The absolute module a ``from … import`` names, relative ones resolved."""
+    if not node.level:
+        return node.module or ""
+    package = importer.split(".") if is_package else importer.split(".")[:-1]
+    if node.level > 1:
+        package = package[: len(package) - (node.level - 1)]
+    return ".".join(package + ([node.module] if node.module else []))
+
+
+def imports_of(importer: str, path: Path, known: dict[str, Path]) -> list[tuple[str, int]]:
+    """(demos module imported, line) for every import statement in the file, at module level, in
+    functions, classes and branches alike. ``from demos.engine import plots`` is the module
+    ``demos.engine.plots``; ``from demos.engine.plots import to_png`` is ``demos.engine.plots``."""
+    tree = ast.parse(path.read_text(), filename=str(path))
+    out: list[tuple[str, int]] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            targets = [_resolve(alias.name, known) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = _base(node, importer, path.name == "__init__.py")
+            targets = []
+            for alias in node.names:
+                sub = f"{base}.{alias.name}"
+                targets.append(sub if sub in known else _resolve(base, known))
+        else:
+            continue
+        out += [(t, node.lineno) for t in targets if t is not None]
+    return out
+
+
+def import_graph(root: Path = ROOT) -> dict[str, dict[str, int]]:
+    """module -> {module it imports: first line that does}."""
+    known = modules(root)
+    graph: dict[str, dict[str, int]] = {m: {} for m in known}
+    for m, path in known.items():
+        for target, line in imports_of(m, path, known):
+            graph[m].setdefault(target, line)
+    return graph
+
+
+def strongly_connected(graph: dict[str, dict[str, int]]) -> list[list[str]]:
+    """Tarjan's strongly connected components, iteratively."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    on_stack: set[str] = set()
+    stack: list[str] = []
+    found: list[list[str]] = []
+    counter = 0
+    for start in graph:
+        if start in index:
+            continue
+        work = [(start, iter(sorted(graph[start])))]
+        index[start] = low[start] = counter
+        counter += 1
+        stack.append(start)
+        on_stack.add(start)
+        while work:
+            node, children = work[-1]
+            advanced = False
+            for child in children:
+                if child not in index:
+                    index[child] = low[child] = counter
+                    counter += 1
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(graph[child]))))
+                    advanced = True
+                    break
+                if child in on_stack:
+                    low[node] = min(low[node], index[child])
+            if advanced:
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                comp = []
+                while True:
+                    w = stack.pop()
+                    on_stack.discard(w)
+                    comp.append(w)
+                    if w == node:
+                        break
+                found.append(sorted(comp))
+    return found
+
+
+def layer(module: str) -> int:
+    """The module's layer (0 = engine); the top (demos, cli, __main__) is above every layer."""
+    if module in TOP:
+        return len(LAYERS)
+    return LAYERS.index(module.split(".")[1])
+
+
+def cycles(graph: dict[str, dict[str, int]]) -> list[str]:
+    """One line per import circle: its modules, and the edges inside it with their lines."""
+    lines = []
+    for comp in strongly_connected(graph):
+        if len(comp) == 1 and comp[0] not in graph[comp[0]]:
+            continue
+        members = set(comp)
+        edges = [f"{a} -> {b} (line {line})" for a in comp for b, line in sorted(graph[a].items()) if b in members]
+        lines.append(f"cycle {' <-> '.join(comp)}: " + "; ".join(edges))
+    return lines
+
+
+def upward(graph: dict[str, dict[str, int]]) -> list[str]:
+    return [f"{a} (line {line}) imports {b}: {LAYERS[layer(a)]} must not import {'the top' if layer(b) == len(LAYERS) else LAYERS[layer(b)]}"
+            for a in sorted(graph) for b, line in sorted(graph[a].items())
+            if layer(a) < len(LAYERS) and layer(b) > layer(a)]
+
+
+# ------------------------------------------------------------------------------------------
+def test_the_graph_sees_every_kind_of_import(tmp_path):
+    """The parser itself: module-level, function-level, relative, `from pkg import module`."""
+    pkg = tmp_path / "demos"
+    (pkg / "engine").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "engine" / "__init__.py").write_text("")
+    (pkg / "engine" / "a.py").write_text("def f():\n    from demos.engine import b\n")
+    (pkg / "engine" / "b.py").write_text("from . import c\nfrom .c import thing\n")
+    (pkg / "engine" / "c.py").write_text("import demos.engine.a\nfrom demos.engine import not_a_module\n")
+    graph = import_graph(tmp_path)
+    assert graph["demos.engine.a"] == {"demos.engine.b": 2}
+    assert graph["demos.engine.b"] == {"demos.engine.c": 1}
+    assert graph["demos.engine.c"] == {"demos.engine.a": 1, "demos.engine": 2}
+    assert cycles(graph) == ["cycle demos.engine.a <-> demos.engine.b <-> demos.engine.c: "
+                             "demos.engine.a -> demos.engine.b (line 2); demos.engine.b -> demos.engine.c (line 1); "
+                             "demos.engine.c -> demos.engine.a (line 1)"]
+    graph["demos.engine.a"]["demos.engine.a"] = 3
+    graph["demos.engine.b"] = {}
+    assert cycles(graph) == ["cycle demos.engine.a: demos.engine.a -> demos.engine.a (line 3)"]
+    assert upward({"demos.engine.a": {"demos": 1}, "demos": {}}) == [
+        "demos.engine.a (line 1) imports demos: engine must not import the top"]
+
+
+def test_no_import_cycles():
+    found = cycles(import_graph())
+    assert not found, "import circles in demos/ (imports inside functions count):\n" + "\n".join(found)
+
+
+def test_imports_run_down_the_layers():
+    graph = import_graph()
+    outside = [m for m in graph if m not in TOP and (m.count(".") < 1 or m.split(".")[1] not in LAYERS)]
+    assert not outside, f"modules in no layer (put them in one of {LAYERS}, or add them to TOP): {outside}"
+    found = upward(graph)
+    assert not found, "imports against the layer order engine → introspection → deck → topics:\n" + "\n".join(found)
+
+
+# ------------------------------------------------------------------------------------------
+# Every environment read goes through demos/engine/settings.py
+# ------------------------------------------------------------------------------------------
+SETTINGS_MODULE = "demos.engine.settings"
+_WRITES = ("pop", "setdefault", "update", "clear")   # os.environ.<these>(…) as a statement: setting it
+_COPIES = ("copy",)                                  # os.environ.copy(): a child's environment
+
+
+def _is_environ(node: ast.AST) -> bool:
+    return (isinstance(node, ast.Attribute) and node.attr in ("environ", "environb")
+            and isinstance(node.value, ast.Name) and node.value.id == "os")
+
+
+def environment_reads(source: str) -> list[tuple[int, str]]:
+    """(line, what) for every read of the process environment in ``source``: ``os.getenv``,
+    ``os.environ.get``, ``os.environ[…]`` read, ``… in os.environ``, iterating it, ``from os import
+    environ``. Not reads: setting or deleting a variable (``os.environ[k] = v``, ``del``, ``.pop``,
+    ``.setdefault`` or ``.update`` as a statement) and copying it whole for a child
+    (``dict(os.environ, …)``, ``os.environ.copy()``)."""
+    tree = ast.parse(source)
+    parents = {child: node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module == "os":
+            for alias in node.names:
+                if alias.name in ("environ", "environb", "getenv", "getenvb"):
+                    found.append((node.lineno, f"from os import {alias.name}"))
+            continue
+        if (isinstance(node, ast.Attribute) and node.attr in ("getenv", "getenvb")
+                and isinstance(node.value, ast.Name) and node.value.id == "os"):
+            found.append((node.lineno, f"os.{node.attr}"))
+            continue
+        if not _is_environ(node):
+            continue
+        up = parents.get(node)
+        if isinstance(up, ast.Subscript) and up.value is node and isinstance(up.ctx, (ast.Store, ast.Del)):
+            continue                                             # os.environ[k] = v / del os.environ[k]
+        if isinstance(up, ast.Call) and node in up.args and isinstance(up.func, ast.Name) and up.func.id == "dict":
+            continue                                             # dict(os.environ, …): a child's environment
+        if isinstance(up, ast.Attribute) and isinstance(parents.get(up), ast.Call) and parents[up].func is up:
+            call = parents[up]
+            if up.attr in _COPIES or (up.attr in _WRITES and isinstance(parents.get(call), ast.Expr)):
+                continue
+            found.append((node.lineno, f"os.{node.attr}.{up.attr}(…)"))
+            continue
+        found.append((node.lineno, f"os.{node.attr}" + ("[…]" if isinstance(up, ast.Subscript) else "")))
+    return sorted(found)
+
+
+def test_the_environment_read_detector():
+    reads = environment_reads(
+        "import os\n"
+        "a = os.environ.get('A')\n"            # 2
+        "b = os.getenv('B', '')\n"             # 3
+        "c = os.environ['C']\n"                # 4
+        "d = 'D' in os.environ\n"              # 5
+        "e = os.environ.pop('E', None)\n"      # 6: a pop whose value is used reads it
+        "for k in os.environ: pass\n"          # 7
+        "from os import environ\n"             # 8
+        "os.environ['F'] = '1'\n"
+        "del os.environ['F']\n"
+        "os.environ.pop('G', None)\n"
+        "os.environ.setdefault('H', 'x')\n"
+        "env = dict(os.environ, I='1')\n"
+        "env2 = os.environ.copy()\n"
+        "env.get('PYTHONSTARTUP')\n")
+    assert [line for line, _ in reads] == [2, 3, 4, 5, 6, 7, 8], reads
+
+
+def test_every_environment_read_goes_through_settings():
+    found = [f"{path.relative_to(ROOT)}:{line}: {what}"
+             for name, path in modules().items() if name != SETTINGS_MODULE
+             for line, what in environment_reads(path.read_text())]
+    assert not found, ("environment read outside demos/engine/settings.py (declare the variable in its SETTINGS "
+                       "and read it with settings.get/raw):\n" + "\n".join(found))
