@@ -275,8 +275,8 @@ def test_ui_bench_times_measuring_and_drawing_apart():
         assert 0 < r["draw_s"] and 0 <= r["measure_s"]
         assert r["measure_s"] <= r["max_s"] and r["draw_s"] <= r["max_s"], r  # each a part of a redraw
         assert 0 <= r["layouts"] <= r["n"], r
-    # every redraw after the first drew into the panel's one kept figure
-    assert len(panel.kept.figures) == 1 and panel.kept.reused == 4 * len(rows) - 1, panel.kept.reused
+    # every redraw after the first drew into the panel's one reused figure
+    assert len(panel.slot.figures) == 1 and panel.slot.reused == 4 * len(rows) - 1, panel.slot.reused
     rows = [{**r, "demo": "fusion.memory", "first_s": 0.1, "run_button": False, "cold": False} for r in rows]
     assert "drawing + encoding: median" in report(rows)
     slow = [{**rows[0], "draw_s": 0.2, "draw_max_s": 0.2, "view": True, "median_s": 0.3}]

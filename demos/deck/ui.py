@@ -20,7 +20,7 @@ from typing import Any, Callable
 
 from demos.engine.env import static_mode
 from demos.engine.errors import one_line, release_memory
-from demos.engine.plots import Kept, keeping, message_figure, to_png
+from demos.engine.plots import FigureSlot, drawing_into, message_figure, to_png
 
 Progress = Callable[[float, str], None]
 # what a panel says after the kernel was interrupted mid-measurement (it is ready again at once)
@@ -72,7 +72,7 @@ class Panel:
         self.last_values: dict[str, Any] = {}
         self.last_seconds: float | None = None
         self.last_encode_s: float | None = None  # PNG encoding of the last redraw
-        self.kept = Kept()  # the figure a redraw draws into: its axes, ticks and layout stay between redraws
+        self.slot = FigureSlot()  # the figure a redraw draws into: its axes, ticks and layout stay between redraws
         self._built = False
         self._controls: dict[str, Any] = {}
 
@@ -147,12 +147,12 @@ class Panel:
             result = None
             if self.initial is not None and self.renders == 0 and not recorded_only():
                 try:
-                    with keeping(self.kept):
+                    with drawing_into(self.slot):
                         result = self.demo.figure(self.initial, self.demo.reference(values))
-                except Exception:  # a kept result this code cannot draw: measure instead
+                except Exception:  # a warm result this code cannot draw: measure instead
                     self.initial = None
             if result is None:
-                with keeping(self.kept):
+                with drawing_into(self.slot):
                     drawn = self.render_fn(values, self.progress)
                 result, self.last_conditions, self.last_split = drawn.result, drawn.conditions, drawn.split
             self.last_error = None

@@ -60,11 +60,11 @@ STYLE = {
 def figure(nrows: int = 1, ncols: int = 1, size: tuple[float, float] = SLIDE_SIZE, **kw: Any):
     """A slide-sized figure in the deck's style. Returns (fig, axes).
 
-    Inside :func:`keeping` (a live panel's redraw) the same call returns the figure the panel's
+    Inside :func:`drawing_into` (a live panel's redraw) the same call returns the figure the panel's
     previous redraw drew, emptied of what was drawn (:func:`_empty`) but keeping its axes, their
-    ticks and its layout, which :class:`KeptLayout` recomputes only when something that places
+    ticks and its layout, which :class:`SlotLayout` recomputes only when something that places
     the axes changed. Elsewhere (exports, tests) every call builds a new figure."""
-    slot = _KEEPING[-1] if _KEEPING else None
+    slot = _SLOTS[-1] if _SLOTS else None
     key = (nrows, ncols, tuple(size), repr(sorted(kw.items())))
     if slot is not None and key in slot.figures and key not in slot.used:
         fig, axes = slot.figures.pop(key)
@@ -78,7 +78,7 @@ def figure(nrows: int = 1, ncols: int = 1, size: tuple[float, float] = SLIDE_SIZ
             slot.reused += 1
             return fig, axes
     with plt.rc_context(STYLE):
-        fig = Figure(figsize=size, dpi=DPI, layout=KeptLayout())
+        fig = Figure(figsize=size, dpi=DPI, layout=SlotLayout())
         axes = fig.subplots(nrows, ncols, **kw)
     if slot is not None and key not in slot.used:
         slot.used.add(key)
@@ -90,39 +90,39 @@ def figure(nrows: int = 1, ncols: int = 1, size: tuple[float, float] = SLIDE_SIZ
 
 
 # ---------------------------------------------------------------------------------------
-# Kept figures: a live panel redraws into the figure it drew last
+# Figure slots: a live panel redraws into the figure it drew last
 # ---------------------------------------------------------------------------------------
-class Kept:
+class FigureSlot:
     """The figures one live panel keeps between redraws, by the :func:`figure` call that made them."""
 
     def __init__(self) -> None:
         self.figures: dict[tuple, tuple[Figure, Any]] = {}
         self.used: set[tuple] = set()  # keys handed out in the current redraw (a second call gets a new figure)
-        self.reused = 0                # how many redraws drew into a kept figure
+        self.reused = 0                # how many redraws drew into a reused figure
 
 
-_KEEPING: list[Kept] = []
+_SLOTS: list[FigureSlot] = []
 
 
 @contextlib.contextmanager
-def keeping(slot: Kept):
-    """Within this block, :func:`figure` draws into ``slot``'s kept figure (one redraw)."""
+def drawing_into(slot: FigureSlot):
+    """Within this block, :func:`figure` draws into ``slot``'s reused figure (one redraw)."""
     slot.used = set()
-    _KEEPING.append(slot)
+    _SLOTS.append(slot)
     try:
         yield slot
     finally:
-        _KEEPING.pop()
+        _SLOTS.pop()
 
 
-def _keep_ticks() -> None:
+def _reuse_ticks() -> None:
     pass
 
 
 def _empty(fig: Figure) -> None:
     """Remove everything a figure function drew, as ``Figure.clear`` would, but keep the axes made
     by :func:`figure`, their tick objects (building ticks is most of a new figure's cost) and the
-    layout. Each kept axes is reset by ``Axes.clear`` (scales, locators, limits, labels, titles)
+    layout. Each reused axes is reset by ``Axes.clear`` (scales, locators, limits, labels, titles)
     under the deck's style, as a new one would be; axes added later (``add_axes``, ``twinx``) go."""
     from matplotlib.transforms import Bbox
 
@@ -136,9 +136,9 @@ def _empty(fig: Figure) -> None:
             ax._viewLim.set_points(Bbox.unit().get_points())
             axes = list(ax._axis_map.values())
             for axis in axes:  # `clear` (and a spine placed anew) would throw the ticks away and build new ones
-                axis.reset_ticks = _keep_ticks
+                axis.reset_ticks = _reuse_ticks
             try:
-                ax.clear()  # which also sets the grid on the kept ticks as on new ones
+                ax.clear()  # which also sets the grid on the reused ticks as on new ones
                 for spine in ax.spines.values():
                     spine._ensure_position_is_set()
             finally:
@@ -149,7 +149,7 @@ def _empty(fig: Figure) -> None:
     fig.artists, fig.lines, fig.patches, fig.texts, fig.images, fig.legends = [], [], [], [], [], []
     fig._suptitle = fig._supxlabel = fig._supylabel = None
     engine = fig.get_layout_engine()
-    if isinstance(engine, KeptLayout):
+    if isinstance(engine, SlotLayout):
         engine.set(**fig._jitdeck_layout)
     fig.stale = True
 
@@ -207,8 +207,8 @@ def _ticks_once():
             _TICKS = outer
 
 
-class KeptLayout(ConstrainedLayoutEngine):
-    """Matplotlib's constrained layout, run again on a kept figure only when what places its axes
+class SlotLayout(ConstrainedLayoutEngine):
+    """Matplotlib's constrained layout, run again on a reused figure only when what places its axes
     changed (:func:`layout_signature`): a redraw that moves data but no label, tick label, title,
     legend or text sticking out of an axes keeps the positions the last layout computed."""
 
@@ -227,7 +227,7 @@ class KeptLayout(ConstrainedLayoutEngine):
                     text.set_verticalalignment(va)
             return None
         if self.skip_unchanged and self._signature is not None:
-            # lay out from where a new figure starts (each axes at its grid cell), so a kept figure
+            # lay out from where a new figure starts (each axes at its grid cell), so a reused figure
             # is placed exactly as a new one would be: constrained layout depends on where it starts
             for ax in fig.axes:
                 spec = ax.get_subplotspec()
@@ -379,7 +379,7 @@ def to_png(fig: Figure) -> bytes:
 
     Not ``savefig``: with a layout engine, ``savefig`` first draws the whole figure with
     rendering disabled to lay it out, then lays it out again and draws it: every artist twice.
-    Here the one draw lays out (when :class:`KeptLayout` says it must) and renders; zlib level 1
+    Here the one draw lays out (when :class:`SlotLayout` says it must) and renders; zlib level 1
     takes about 15% less time than the default 6 for files ~2% larger, and RGB 15% less than RGBA."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from PIL import Image

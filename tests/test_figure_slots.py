@@ -1,6 +1,6 @@
 """A live panel redraws into the figure it drew last (``plots.keeping``): its axes, their ticks
 and its layout stay, and only what the data changes is drawn anew. The promise is that this is
-invisible: a kept figure redrawn with any data gives the same pixels as a new figure drawn with
+invisible: a reused figure redrawn with any data gives the same pixels as a new figure drawn with
 that data, whatever it drew before. Every demo is checked with data the repository holds (the
 committed GPU record), so nothing is measured here; the variants change tick labels, legends,
 texts and axis ranges (a reference drawn beside, every number scaled), which is what moves a
@@ -58,7 +58,7 @@ def record():
 
 
 @pytest.mark.parametrize("demo", DEMOS, ids=[d.key for d in DEMOS])
-def test_a_kept_figure_draws_what_a_new_one_draws(demo, record):
+def test_a_reused_figure_draws_what_a_new_one_draws(demo, record):
     recorded = demo.reference(None, record=record, seed=False)
     if recorded is None:
         pytest.skip(f"the record has no {demo.key}")
@@ -74,11 +74,11 @@ def test_a_kept_figure_draws_what_a_new_one_draws(demo, record):
     for v, px in zip(variants, fresh):
         assert (_matplotlib_pixels(_fig(demo.figure(*copy.deepcopy(v)))) == px).all(), demo.key
 
-    slot = plots.Kept()
+    slot = plots.FigureSlot()
     order = list(range(len(variants))) + [0, 0] + list(range(len(variants)))[::-1]
     figures = set()
     for step, i in enumerate(order):
-        with plots.keeping(slot):
+        with plots.drawing_into(slot):
             fig = _fig(demo.figure(*copy.deepcopy(variants[i])))
         figures.add(id(fig))
         layouts = fig.get_layout_engine().runs
@@ -95,12 +95,12 @@ def test_a_kept_figure_draws_what_a_new_one_draws(demo, record):
 
 
 def test_a_second_figure_in_one_redraw_is_a_new_one():
-    slot = plots.Kept()
-    with plots.keeping(slot):
+    slot = plots.FigureSlot()
+    with plots.drawing_into(slot):
         a, _ = plots.figure()
         b, _ = plots.figure()
     assert a is not b
-    with plots.keeping(slot):
+    with plots.drawing_into(slot):
         c, _ = plots.figure()
     assert c is a and slot.reused == 1
     d, _ = plots.figure()  # outside a panel's redraw: always new
@@ -108,9 +108,9 @@ def test_a_second_figure_in_one_redraw_is_a_new_one():
 
 
 def test_what_a_figure_function_adds_goes_before_the_next_redraw():
-    slot = plots.Kept()
+    slot = plots.FigureSlot()
     for n in (1, 2, 3):
-        with plots.keeping(slot):
+        with plots.drawing_into(slot):
             fig, ax = plots.figure()
             ax.plot([1, 2, 3], [n, n, n], label=f"n={n}")
             ax.legend()
@@ -125,21 +125,21 @@ def test_what_a_figure_function_adds_goes_before_the_next_redraw():
 
 
 def test_a_figure_that_cannot_be_emptied_is_replaced_by_a_new_one(monkeypatch):
-    slot = plots.Kept()
-    with plots.keeping(slot):
+    slot = plots.FigureSlot()
+    with plots.drawing_into(slot):
         first, _ = plots.figure()
 
     def broken(fig):
         raise AttributeError("a matplotlib this code does not know")
 
     monkeypatch.setattr(plots, "_empty", broken)
-    with plots.keeping(slot):
+    with plots.drawing_into(slot):
         second, ax = plots.figure()
         ax.plot([0, 1], [0, 1])
     assert second is not first and slot.reused == 0
     assert plots.to_png(second)[:8] == b"\x89PNG\r\n\x1a\n"
     monkeypatch.undo()
-    with plots.keeping(slot):
+    with plots.drawing_into(slot):
         third, _ = plots.figure()
     assert third is second and slot.reused == 1
 
