@@ -44,7 +44,7 @@ def test_claim_same_counts_as_torch_dynamo_explain():
     import torch
 
     d = internals.measure_breaks(SHARED, "branch")
-    x = internals._inputs_1d(d["N"], "float32")
+    x = internals.inputs_1d(d["N"], "float32")
     ex = torch._dynamo.explain(examples.branch_torch)(x)  # resets Dynamo: fine inside a test
     assert (ex.graph_count, ex.graph_break_count) == (d["torch"]["graphs"], d["torch"]["breaks"])
 
@@ -64,7 +64,7 @@ def test_claim_print_breaks_dynamo_and_runs_once_at_trace_time_under_jit():
 def test_claim_fixed_versions_are_one_graph_and_run_under_jit_with_matching_outputs(variant, sign):
     v = internals.VARIANTS[variant]
     examples._bind_frameworks(need_jax=True)
-    x = internals._inputs_1d(4096, "float32", sign=sign)
+    x = internals.inputs_1d(4096, "float32", sign=sign)
     eager_branch = examples.branch_torch(x).numpy()  # the broken original, eager: the truth
     ex = dynamo.explain(v["torch"], x)
     assert (ex["graphs"], ex["breaks"]) == (1, 0)
@@ -78,7 +78,7 @@ def test_the_two_inputs_take_different_branches():
     import torch
 
     examples._bind_frameworks()
-    x = internals._inputs_1d(4096, "float32")
+    x = internals.inputs_1d(4096, "float32")
     s = (torch.sin(x) * 2).sum().item(), (torch.sin(-x) * 2).sum().item()
     assert s[0] * s[1] < 0, s
 

@@ -152,8 +152,8 @@ def test_claim_regional_compile_beats_whole_stack_compile():
     with model.threads():
         run = Run()
         model.warm_compiler(run)
-        _, regional = model._first_step(run, cfg, "regional", "bypassed")
-        _, whole = model._first_step(run, cfg, "whole", "bypassed")
+        _, regional = model.first_step(run, cfg, "regional", "bypassed")
+        _, whole = model.first_step(run, cfg, "whole", "bypassed")
     # whole 1 graph, regional 2: the first block's input needs no grad
     assert model.compile_cost_claims.select("graphs")({"whole": whole, "regional": regional}) == \
         {model.compile_cost_claims["graphs"].render({}): True}, (regional, whole)
@@ -162,7 +162,7 @@ def test_claim_regional_compile_beats_whole_stack_compile():
 
 def test_claim_set_stance_stops_a_shape_varying_loop_recompiling():
     with model.threads():
-        r = {s: model._stance_loop(model.config(), s) for s in model.STANCES}
+        r = {s: model.stance_loop(model.config(), s) for s in model.STANCES}
     claims = model.compile_cost_claims.select("stance_default", "stance_eager", "stance_fail")({"stance": r})
     assert len(claims) == 3 and all(claims.values()), (claims, r)
 

@@ -248,7 +248,7 @@ def test_bad_input_is_one_line_and_panel_survives(monkeypatch):
     def no_jax():
         raise DemoError("JAX is not installed here (pip install 'jax[cpu]==0.10.2'); torch demos still run")
 
-    monkeypatch.setattr(rc, "require_jax", no_jax)
+    monkeypatch.setattr("demos.topics.recompilation_session.require_jax", no_jax)  # where Session calls it
     p.controls["mode"].value = "jax_jit"
     assert p.last_error and "\n" not in p.last_error and "JAX is not installed" in p.last_error
     monkeypatch.undo()
@@ -293,7 +293,7 @@ def test_compile_latency_is_a_cold_panel(latency, tmp_path, monkeypatch):
 
 def test_declarations_and_no_import_cycle():
     """Part 5's two topics import neither each other nor any other topic: each only its own
-    figures module, which imports no topic at all."""
+    sibling modules (``<topic>_*``: figures, session, panel), and no sibling imports its lesson."""
     import ast
     import importlib
     import inspect
@@ -306,13 +306,14 @@ def test_declarations_and_no_import_cycle():
         "recompilation.compile_latency", "recompilation.recompile_live", "recompilation.compare_modes",
         "numerics.live"}
     assert rc.recompile_live.panel_class is rc.LivePanel and rc.compare_modes.pacing == "warmed"
-    figures = importlib.import_module("demos.topics.recompilation_figures")
-    for mod in (rc, numerics, figures):
+    siblings = [importlib.import_module(f"demos.topics.recompilation_{s}") for s in ("figures", "session", "panel")]
+    for mod in (rc, numerics, *siblings):
         tree = ast.parse(inspect.getsource(mod))
         imported = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
         imported |= {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
-        own = f"{mod.__name__}_figures"
-        assert not any(m and m.startswith("demos.topics") and m != own for m in imported), (mod.__name__, imported)
+        lesson = mod.__name__ if mod in (rc, numerics) else rc.__name__
+        assert not any(m and m.startswith("demos.topics") and not m.startswith(f"{lesson}_") for m in imported), \
+            (mod.__name__, imported)
 
 
 def _recorded(data, name="NVIDIA Test GPU"):

@@ -14,12 +14,12 @@ happening and measured on the viewer's device. Six live demos, each declared onc
    dimension sits in the middle, and what pre-transposing the operand saves);
 4. dead code      — ``dead_code()`` (3 matmuls written, 2 executed once compiled).
 
-The declarations give the panels, ``make record``/``make warm`` and the reference lookup.
+The declarations give the panels, ``make record``/``make warm`` and the reference lookup. How a
+form is timed or profiled and the relayout operands are made: :mod:`demos.topics.fusion_forms`;
+which lines of generated code a figure shows: :mod:`demos.topics.fusion_code`.
 """
 from __future__ import annotations
 
-import math
-import re
 from typing import Any, Callable
 
 from demos import BACKENDS
@@ -32,8 +32,10 @@ from demos.engine.measurement import Run
 from demos.engine.timing import sync_jax
 from demos.engine.workloads import ITEMSIZE, get, jitted, prepare
 from demos.introspection import codegen, profiling
+from demos.topics.fusion_code import fused_hlo_lines, jaxpr_buffers, relayout_lines, wrapper_lines
 from demos.topics.fusion_figures import (SEED, figure_dead_code, figure_kernels, figure_latency,  # noqa: F401
                                          figure_memory, figure_relayout, figure_timeline)
+from demos.topics.fusion_forms import profiled_compiled, relayout_inputs, time_form
 
 WORKLOAD = "complex_activation"
 DEAD = "mlp_dead_code"
@@ -54,19 +56,6 @@ def panel_n(kind: str | None = None) -> int:
     seed's 20M) on a GPU. The claims are checked at the workload default too."""
     kind = kind or device_kind()
     return 2**19 if kind == "cpu" else default_n(kind)
-
-
-def _time(run: Run, prep, budget_s: float = BUDGET_S) -> dict[str, Any]:
-    """Median and p10–p90 of a prepared call; the first call (a compile) is timed apart, once
-    per demo until it forgets."""
-    key = ("first call timed", prep.workload.name, prep.backend, tuple(sorted(prep.params.items())),
-           prep.dtype, prep.device)
-    compile_s = None
-    if key not in run.cache:
-        compile_s, _ = run.first_call(prep.fn, prep.sync)
-        run.cache[key] = True
-    t = run.time(prep.fn, prep.sync, warmup=0, budget_s=budget_s, min_samples=3)
-    return {"median_s": t.median, "p10_s": t.p10, "p90_s": t.p90, "n": t.n, "first_s": compile_s}
 
 
 def _n_dtype(lo: int) -> Callable[[str], list]:
@@ -97,13 +86,6 @@ def measure_kernels(run: Run, workload: str = WORKLOAD, dtype: str = "float32",
                           "how": "generated code (kernels + extern)",
                           "kernels": ind.kernel_count, "extern": ind.extern_calls},
     }
-    wrapper = [s for s in ind.wrapper.splitlines()
-               if not s.startswith(("assert_size_stride", "args.clear", "del ", "#", "return"))
-               and ("(" in s or "reuse" in s) and not s.startswith("arg")
-               and not re.match(r"^\w+ = reinterpret_tensor\(", s)]
-    calls = [s for s in wrapper if "extern_kernels." in s or any(s.startswith(k) for k in ind.kernels)]
-    if len(calls) >= 3:
-        wrapper = calls  # what runs; allocations only when there is room
     hlo_lines: list[str] = []
     try:
         run.progress(0.6, "lowering with jax.jit…")
@@ -111,14 +93,13 @@ def measure_kernels(run: Run, workload: str = WORKLOAD, dtype: str = "float32",
         forms["jax_eager"] = {"count": x.jaxpr_eqns, "names": [], "how": "jaxpr (one dispatch per eqn)"}
         forms["jax_jit"] = {"count": x.kernel_count, "names": x.fusions, "how": "optimized HLO (entry ops)",
                             "fusions": x.fusion_count}
-        hlo_lines = codegen.excerpt(x.entry, [r"^(ROOT )?%\S+ = .* (fusion|dot|custom-call|copy|transpose)\("],
-                                    max_lines=3, width=62)
+        hlo_lines = fused_hlo_lines(x.entry)
     except DemoError as exc:
         forms["jax_eager"] = forms["jax_jit"] = {"count": None, "names": [], "how": str(exc)}
     run.progress(1.0, "")
     sizes = ", ".join(f"{k}={plots.pow2_label(v)}" for k, v in p.items())
     return {"workload": workload, "params": p, "dtype": dtype, "device": device, "forms": forms,
-            "wrapper": [codegen._shorten(s, 62) for s in wrapper[:5]], "hlo": hlo_lines,
+            "wrapper": wrapper_lines(ind), "hlo": hlo_lines,
             "eager_ops_written": len(w.eager_ops), "extra": f"{workload}, {sizes}, {dtype}"}
 
 
@@ -150,26 +131,11 @@ kernels = Demo(
 # ---------------------------------------------------------------------------------------
 # 1b. Two-lane timeline (profiling.py draws it)
 # ---------------------------------------------------------------------------------------
-def _profiled_compiled(run: Run, fn: Callable) -> Callable:
-    """torch.compile of a fresh copy of ``fn`` whose C++ kernels emit profiler events.
-
-    A separate code object keeps the deck's shared compiled wrapper untouched (no reset)."""
-    compiled = run.kept(("profiled", fn.__qualname__), lambda: run.compile(fn, "profiled"))
-
-    def call(*args):
-        import torch._inductor.config as ic
-
-        with ic.patch({"cpp.enable_kernel_profile": True}):
-            return compiled(*args)
-
-    return call
-
-
 def measure_timeline(run: Run, N: int | None = None, dtype: str = "float32") -> dict[str, Any]:
     N = panel_n() if N is None else N
     run.progress(0.2, "profiling eager and compiled…")
     eager = prepare(WORKLOAD, "torch_eager", {"N": N}, dtype)
-    comp = _profiled_compiled(run, eager.workload.torch_fn)
+    comp = profiled_compiled(run, eager.workload.torch_fn)
     args = eager.args
     runs = [profiling.profile_run(eager, label="torch eager", passes=2),
             profiling.profile_run(lambda: comp(*args), sync=eager.sync, device=eager.device,
@@ -200,7 +166,7 @@ def measure_latency(run: Run, N: int | None = None, dtype: str = "float32", back
     for i, b in enumerate(backends):
         run.progress(i / len(backends), f"timing {plots.label(b)}…")
         try:
-            res = _time(run, prepare(w, b, {"N": N}, dtype), budget_s)
+            res = time_form(run, prepare(w, b, {"N": N}, dtype), budget_s)
         except DemoError as exc:
             if b.startswith("jax"):
                 out["forms"][b] = {"error": str(exc)}
@@ -270,12 +236,7 @@ def measure_memory(run: Run, N: int | None = None, dtype: str = "float32") -> di
         jax = require_jax()
         jprep = prepare(WORKLOAD, "jax_eager", {"N": N}, dtype)
         jaxpr = jax.make_jaxpr(jprep.workload.jax_fn)(*jprep.args)
-        vals = []
-        for e in jaxpr.jaxpr.eqns:
-            for v in e.outvars:
-                nbytes = int(math.prod(v.aval.shape)) * v.aval.dtype.itemsize
-                if nbytes >= N:  # skip scalars/broadcast constants folded by XLA
-                    vals.append({"op": e.primitive.name, "bytes": nbytes})
+        vals = jaxpr_buffers(jaxpr, N)  # N bytes and up: scalars/broadcast constants XLA folds left out
         out["forms"]["jax_eager"] = {"peak_bytes": sum(v["bytes"] for v in vals), "buffers": vals,
                                      "how": "jaxpr: every op's result is a live array until return"}
         mem = x.memory or {}
@@ -338,30 +299,11 @@ def einsum_pretransposed(xt, w):
     return jnp.einsum("hbd,hdk->hbk", xt, w)  # xt: (H, B, D), heads leading
 
 
-def _relayout_inputs(run: Run, B: int, H: int, D: int, K: int, dtype: str):
-    """The operands x, x pre-transposed and w on the device; only the latest size is kept."""
-    key = (B, H, D, K, dtype)
-    held = run.cache.get("relayout inputs")
-    if held is None or held[0] != key:
-        jax = require_jax()
-        import jax.numpy as jnp
-        import numpy as np
-
-        rng = np.random.default_rng(0)
-        x = rng.standard_normal((B, H, D), dtype=np.float32)
-        w = rng.standard_normal((H, D, K), dtype=np.float32) / math.sqrt(D)
-        jd = getattr(jnp, dtype)
-        run.cache.pop("relayout inputs", None)  # the previous size's arrays go before these are made
-        run.cache["relayout inputs"] = key, tuple(jax.device_put(jnp.asarray(a).astype(jd))
-                                                  for a in (x, np.ascontiguousarray(x.transpose(1, 0, 2)), w))
-    return run.cache["relayout inputs"][1]
-
-
 def measure_relayout(run: Run, B: int = 64, H: int = 4, D: int = 1024, K: int = 256, dtype: str = "float32",
                      budget_s: float = BUDGET_S) -> dict[str, Any]:
     require_jax()
     run.progress(0.2, "lowering and timing the einsum…")
-    x, xt, w = _relayout_inputs(run, B, H, D, K, dtype)
+    x, xt, w = relayout_inputs(run, B, H, D, K, dtype)
     written = codegen.xla_code(einsum_as_written, x, w)
     pre = codegen.xla_code(einsum_pretransposed, xt, w)
     out: dict[str, Any] = {"B": B, "H": H, "D": D, "K": K, "dtype": dtype, "backend": written.backend,
@@ -377,8 +319,7 @@ def measure_relayout(run: Run, B: int = 64, H: int = 4, D: int = 1024, K: int = 
             "median_s": t.median, "p10_s": t.p10, "p90_s": t.p90, "n": t.n,
             "transposes": len(code.transposes),
             "entry_ops": code.entry_ops,
-            "excerpt": codegen.excerpt(code.entry, [r" (transpose|copy|dot|fusion|custom-call)\("],
-                                       max_lines=3, width=64) + [codegen._shorten(s, 64) for s in code.transposes][:2],
+            "excerpt": relayout_lines(code),
         }
     out["relayout_inserted"] = out["forms"]["as_written"]["transposes"] > out["forms"]["pretransposed"]["transposes"]
     return out
@@ -432,7 +373,7 @@ def measure_dead_code(run: Run, B: int | None = None, dtype: str = "float32",
         if b.startswith("jax") and "jax_jit" not in counts:
             continue
         run.progress(0.3 + 0.7 * i / 4, f"timing {plots.label(b)}…")
-        times[b] = _time(run, prepare(w, b, p, dtype), budget_s)
+        times[b] = time_form(run, prepare(w, b, p, dtype), budget_s)
     run.progress(1.0, "")
     return {"params": p, "dtype": dtype, "device": device, "matmuls": counts, "how": how, "times": times,
             "flops_ratio": w.flops(p, fused=True) / w.flops(p, fused=False),

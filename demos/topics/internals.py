@@ -21,16 +21,15 @@ Four live demos, each a :class:`demos.deck.demo.Demo` of a ``measure_*(run, …)
 
 What Dynamo says (graph breaks, guard trees, failed guards) is read by
 :mod:`demos.introspection.dynamo`, the generated code and IRs by
-:mod:`demos.introspection.codegen`; every capture compiles a fresh copy of the function (a new
-code object), so re-running a cell gives the same answer and nothing else is reset. What a demo
-keeps between measurements (stages, explanations, first-call times) is in its ``run.cache``.
+:mod:`demos.introspection.codegen`; the stages and excerpts a slide shows are picked in
+:mod:`demos.topics.internals_code`, the inputs made in :mod:`demos.topics.internals_inputs`.
+Every capture compiles a fresh copy of the function (a new code object), so re-running a cell
+gives the same answer and nothing else is reset. What a demo keeps between measurements
+(stages, explanations, first-call times) is in its ``run.cache``.
 """
 from __future__ import annotations
 
 import functools
-import inspect
-import json
-import re
 import time
 from typing import Any, Callable
 
@@ -42,8 +41,10 @@ from demos.engine.errors import DemoError, one_line
 from demos.engine.measurement import Run
 from demos.engine.timing import sync_for
 from demos.engine.workloads import compiled_torch, jitted, tolerance
-from demos.introspection import codegen, dynamo
+from demos.introspection import dynamo
+from demos.topics.internals_code import MAX_LINES, jax_side, slim_stages, source_lines, torch_side  # noqa: F401
 from demos.topics.internals_examples import LOG, VARIANTS, _bind_frameworks, _variant  # noqa: F401
+from demos.topics.internals_inputs import CHANGES, changed_inputs, inputs_1d
 from demos.topics.internals_figures import (JAX_STAGES, TORCH_STAGES, figure_breaks, figure_capture_cost,
                                             figure_guards, figure_pipeline)
 
@@ -51,19 +52,9 @@ DTYPES = ("float32", "bfloat16")
 PIPELINE_WORKLOADS = ("complex_activation", "chain", "two_matmuls", "mlp_block", "mlp_dead_code")
 
 
-def _inputs_1d(N: int, dtype: str, sign: float = 1.0):
-    """One input vector for the branch examples (torch, on the torch device)."""
-    torch_ = require_torch()
-    x = torch_.randn(N, generator=torch_.Generator().manual_seed(1)) * sign
-    return x.to(device=torch_device(), dtype=getattr(torch_, dtype))
-
-
 # =======================================================================================
 # 1. The pipeline: both compilers, stage by stage
 # =======================================================================================
-MAX_LINES = 400  # kept per stage in a measurement (figures show the first ~24; a record keeps 60)
-
-
 def _sizes(workload: str, size: str) -> dict[str, int]:
     from demos.engine.workloads import get
 
@@ -79,7 +70,7 @@ def measure_pipeline(run: Run, workload: str = "complex_activation", size: str =
                      dtype: str = "float32") -> dict[str, Any]:
     """Both compilers' stages for one workload at these sizes (kept in ``run.cache`` per sizes, dtype
     and device). A side that cannot run (JAX missing, dtype unsupported) carries an ``error`` line."""
-    from demos.engine.workloads import get, prepare
+    from demos.engine.workloads import get
 
     w = get(workload)
     params, device = _sizes(w.name, size), torch_device()
@@ -90,45 +81,17 @@ def measure_pipeline(run: Run, workload: str = "complex_activation", size: str =
                             "extra": f"{w.name}, {', '.join(f'{k}={v:,}' for k, v in params.items())}, {dtype}"}
     t0 = time.perf_counter()
     try:
-        run.progress(0.05, f"Dynamo: capturing {w.name}…")
-        cap = dynamo.capture(w.torch_fn, *prepare(w, "torch_eager", params, dtype, device).args)
-        run.progress(0.3, f"Inductor: generating code for {w.name} (seconds when cold)…")
-        code = codegen.workload_inductor_code(w.name, params, dtype, device)
-        data["torch"] = {
-            "stages": {"FX graph": "\n\n".join(cap["graphs"]).splitlines()[:MAX_LINES],
-                       "guards": cap["guards_plain"], "generated code": codegen.generated_excerpt(code)[:MAX_LINES]},
-            "counts": {"graphs": cap["graph_count"], "guards": cap["guard_count"],
-                       "kernels": code.kernel_count, "library calls": len(code.extern_calls)},
-            "kernels": list(code.kernels), "extern_calls": list(code.extern_calls),
-            "kernel_lang": {"cuda": "Triton", "cpu": "C++/OpenMP"}.get(code.device, code.device),
-        }
+        data["torch"] = torch_side(w, params, dtype, device, run.progress)
     except Exception as exc:  # one line on the figure; the other side still shows
         data["torch"] = {"error": one_line(exc)}
     try:
         run.progress(0.7, f"XLA: lowering and compiling {w.name}…")
-        xc = codegen.workload_xla_code(w.name, params, dtype, device)
-        data["jax"] = {
-            "stages": {"jaxpr": xc.jaxpr.splitlines()[:MAX_LINES],
-                       "StableHLO": codegen.stablehlo_excerpt(xc.stablehlo)[:MAX_LINES],
-                       "optimized HLO": codegen.hlo_excerpt(xc.hlo)[:MAX_LINES]},
-            "counts": {"jaxpr eqns": xc.jaxpr_eqns, "StableHLO ops": xc.stablehlo_ops,
-                       "HLO fusions": xc.fusion_count, "HLO ops": xc.kernel_count},
-            "fusions": list(xc.fusions), "backend": xc.backend,
-        }
+        data["jax"] = jax_side(w, params, dtype, device)
     except Exception as exc:
         data["jax"] = {"error": one_line(exc)}
     data["seconds"] = time.perf_counter() - t0
     run.cache[key] = data
     return dict(data)
-
-
-def _slim_pipeline(data: dict[str, Any], keep: int = 60) -> dict[str, Any]:
-    """A record keeps the first ``keep`` lines of each stage (a figure shows ~24)."""
-    d = json.loads(json.dumps(data, default=str))
-    for side in ("torch", "jax"):
-        stages = d.get(side, {}).get("stages", {})
-        stages.update({k: v[:keep] for k, v in stages.items()})
-    return d
 
 
 def _torch_counts(d: dict[str, Any]) -> dict[str, Any]:
@@ -176,7 +139,7 @@ pipeline = Demo(
               Choice("dtype", "float32", options=DTYPES),
               Choice("size", "default", options=("default", "small"), toggle=True)],
     measure=measure_pipeline, figure=figure_pipeline, match=("workload", "dtype"),
-    configs=Configs(warm=[{"workload": w} for w in PIPELINE_WORKLOADS], quick={"size": "small"}, slim=_slim_pipeline),
+    configs=Configs(warm=[{"workload": w} for w in PIPELINE_WORKLOADS], quick={"size": "small"}, slim=slim_stages),
     claims=pipeline_claims,
 )
 
@@ -184,20 +147,7 @@ pipeline = Demo(
 # =======================================================================================
 # 2. Guards: what Dynamo assumed, and which assumption a changed input broke
 # =======================================================================================
-CHANGES = ("nothing (same properties)", "dtype → float64", "dtype → bfloat16", "shape → N/2",
-           "requires_grad → True", "non-contiguous (stride 2)")
 GUARD_N = {"cpu": 2**14, "gpu": 2**20}
-
-
-def _changed_inputs(change: str, x, y):
-    torch_ = require_torch()
-    n = x.shape[0] // 2
-    return {CHANGES[0]: lambda: (x.clone(), y.clone()),
-            CHANGES[1]: lambda: (x.double(), y.double()),
-            CHANGES[2]: lambda: (x.to(torch_.bfloat16), y.to(torch_.bfloat16)),
-            CHANGES[3]: lambda: (x[:n].clone(), y[:n].clone()),
-            CHANGES[4]: lambda: (x.clone().requires_grad_(True), y.clone()),
-            CHANGES[5]: lambda: (torch_.stack([x, x], dim=1).reshape(-1)[::2], y.clone())}[change]()
 
 
 def measure_guards(run: Run, change: str = "dtype → float64", N: int | None = None,
@@ -214,7 +164,7 @@ def measure_guards(run: Run, change: str = "dtype → float64", N: int | None = 
     gen = torch_.Generator().manual_seed(0)
     x, y = (torch_.randn(N, generator=gen).to(device=device, dtype=getattr(torch_, dtype)) for _ in range(2))
     g = dynamo.guarded_calls(complex_activation_torch, [("1st call", (x, y)), ("2nd call, same inputs", (x, y)),
-                                                        (f"3rd call: {change}", _changed_inputs(change, x, y))],
+                                                        (f"3rd call: {change}", changed_inputs(change, x, y))],
                              sync_for("torch_eager", device), progress=run.progress)
     calls, tree = g["calls"], g["guard_tree"]
     return {"change": change, "N": N, "dtype": dtype, "device": device,
@@ -262,11 +212,6 @@ guards = Demo(
 BREAK_N = {"cpu": 2**12, "gpu": 2**16}
 
 
-def source_lines(fn: Callable) -> list[str]:
-    """The example's source as shown on the slide, without trailing comments."""
-    return [re.sub(r"\s+#.*$", "", ln).rstrip() for ln in inspect.getsource(fn).rstrip("\n").splitlines()]
-
-
 def measure_breaks(run: Run, variant: str = "branch", N: int | None = None, dtype: str = "float32") -> dict[str, Any]:
     """Dynamo's explanation and jax.jit's answer for one example (kept in ``run.cache``: both are
     deterministic)."""
@@ -280,7 +225,7 @@ def measure_breaks(run: Run, variant: str = "branch", N: int | None = None, dtyp
         return dict(run.cache[key])
     set_threads()
     run.progress(0.1, "Dynamo: explaining…")
-    x = _inputs_1d(N, dtype)
+    x = inputs_1d(N, dtype)
     ex = dynamo.explain(v["torch"], x)
     ref = to_numpy(v["torch"](x))
     data: dict[str, Any] = {"variant": variant, "N": N, "dtype": dtype, "device": torch_device(),
@@ -398,7 +343,7 @@ def measure_capture_cost(run: Run, N: int | None = None, dtype: str = "float32",
     N = COST_N[kind][0] if N is None else N
     if N <= 0 or N > 2 ** COST_N[kind][2]:
         raise DemoError(f"N={N} is outside 1…2^{COST_N[kind][2]} for this demo")
-    x, ref, out_rows = _inputs_1d(N, dtype), None, []
+    x, ref, out_rows = inputs_1d(N, dtype), None, []
     wanted = [r for r in COST_ROWS if rows is None or r[0] in rows]
     for i, (key, backend, label, variant) in enumerate(wanted):
         say = functools.partial(run.progress, i / len(wanted))

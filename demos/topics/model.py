@@ -14,9 +14,11 @@ from a ``measure_*`` here and a ``figure_*`` in :mod:`demos.topics.model_figures
                     until compiling pays, and ``torch.compiler.set_stance`` on a shape-varying loop.
 
 Every torch.compile here is ``dynamic=False`` (one graph specialised to the sizes, as the seed
-describes). The bundle's compiled model uses Inductor itself (``compile_fx``) with a hook that
-keeps the graphs AOTAutograd hands it and the code it generates, so counting costs no extra
-compile. A demo keeps its bundles in its own cache (``run.cache``), emptied by ``forget()``.
+describes). The bundle's compiled model (:mod:`demos.topics.model_bundle`) uses Inductor itself
+(``compile_fx``) with a hook that keeps the graphs AOTAutograd hands it and the code it generates,
+so counting costs no extra compile. A demo keeps its bundles in its own cache (``run.cache``),
+emptied by ``forget()``. Compile cost's fresh models and stance loop are
+:mod:`demos.topics.model_compile_cost`.
 On a CPU the model runs on one torch thread (``DEMOS_MODEL_THREADS``): the machines this deck
 runs on are shared, and OpenMP threads fighting for two cores make small ops erratic.
 """
@@ -24,21 +26,18 @@ from __future__ import annotations
 
 import contextlib
 import math
-import operator
-import time
-from collections import OrderedDict
 from typing import Any, Callable
 
 from demos.deck.claims import Claim, Claims
 from demos.deck.demo import Choice, Configs, Demo, Pow2
 from demos.engine import model_zoo as zoo
 from demos.engine.devices import device_kind, require_torch, torch_device
-from demos.engine.errors import DemoError, one_line, release_memory
+from demos.engine.errors import DemoError
 from demos.engine.measurement import Run
-from demos.engine.settings import get as get_setting
 from demos.engine.timing import sync_jax, sync_torch
-from demos.introspection import codegen, profiling
-from demos.introspection.hooks import InductorBackend
+from demos.introspection import profiling
+from demos.topics.model_bundle import Bundle, agreement, bundle, cpu_threads, graph_summary, threads  # noqa: F401
+from demos.topics.model_compile_cost import first_step, stance_loop, warm_compiler
 from demos.topics.model_figures import (STANCES, figure_backward, figure_compile_cost, figure_ops, figure_speed,
                                         ops_totals)
 
@@ -56,13 +55,9 @@ STEPS = (("inference (forward)", "inference"), ("training step", "training"))
 BUDGET_S = 0.25  # seconds of timing per form and redraw
 
 
-def cpu_threads() -> int:
-    """torch threads for the model on a CPU (DEMOS_MODEL_THREADS, default 1)."""
-    return get_setting("DEMOS_MODEL_THREADS")
-
-
 # =======================================================================================
-# Sizes, threads, one bundle per configuration
+# Sizes (one bundle per configuration, its recording hook and the model's threads:
+# demos.topics.model_bundle)
 # =======================================================================================
 def config(layers: int | None = None, width: int | None = None, tokens: str | None = None,
            dtype: str = "float32") -> zoo.Config:
@@ -80,77 +75,6 @@ def config(layers: int | None = None, width: int | None = None, tokens: str | No
                      dtype)
     zoo.check(cfg)
     return cfg
-
-
-def threads():
-    """The model's torch threads on a CPU (one by default), restored afterwards."""
-    return zoo.threads(cpu_threads() if torch_device() == "cpu" else None)
-
-
-class Bundle:
-    """One configuration: model, AdamW, data, the compiled model (compiled on first use) and
-    what its compiles recorded: ``records["inference"|"training"]`` → one summary per graph."""
-
-    def __init__(self, cfg: zoo.Config):
-        torch = require_torch()
-        self.cfg = cfg
-        self.model = zoo.torch_model(cfg)
-        self.opt = zoo.optimizer(self.model)
-        self.x, self.t = zoo.torch_data(cfg)
-        self.records: dict[str, list] = {}
-        self.cache: dict[str, Any] = {}
-        self._phase = "inference"
-        backend = InductorBackend(on_graph=self._on_graph, on_inner=self._on_inner)
-        self.compiled = torch.compile(self.model, backend=backend, dynamic=False)
-
-    def _on_graph(self, _gm, _example_inputs) -> None:
-        self._phase = "training" if require_torch().is_grad_enabled() else "inference"
-
-    def _on_inner(self, graph, backward: bool, code: str | None) -> None:
-        """Each graph AOTAutograd compiles (forward, then backward), with its generated code."""
-        parsed = codegen.parse_inductor(code) if code else None
-        self.records.setdefault(self._phase, []).append(graph_summary(graph, backward, parsed))
-
-    def run(self, form: str, training: bool):
-        """One forward (no grad) or training step of a form: torch_eager, torch_compile, or
-        torch_compile_ro (reduce-overhead, CUDA only). The compiled form's first call compiles
-        with the AOTAutograd cache off, so the graphs reach the hook (the FX-graph cache applies)."""
-        torch = require_torch()
-        if form == "torch_compile_ro" and form not in self.cache:
-            self.cache[form] = torch.compile(self.model, mode="reduce-overhead", dynamic=False)
-        m = self.cache[form] if form == "torch_compile_ro" else self.compiled if form == "torch_compile" else self.model
-        first = form == "torch_compile" and ("training" if training else "inference") not in self.records
-        with torch._functorch.config.patch(enable_autograd_cache=False) if first else contextlib.nullcontext():
-            if training:
-                return zoo.train_step(m, self.opt, self.x, self.t)
-            with torch.no_grad():
-                return m(self.x)
-
-
-def graph_summary(gm, backward: bool, code) -> dict[str, Any]:
-    """An FX graph AOTAutograd produced and the Inductor code for it, counted."""
-    nodes = [n for n in gm.graph.nodes if n.op == "call_function" and n.target is not operator.getitem]
-    names = [getattr(getattr(n.target, "overloadpacket", n.target), "__name__", str(n.target)) for n in nodes]
-    ph = [n for n in gm.graph.nodes if n.op == "placeholder"]
-    saved = [p for p in ph if not p.name.startswith(("tangents", "primals"))] if backward else []
-    nbytes = sum(int(v.numel()) * v.element_size() for v in (p.meta.get("val") for p in saved) if hasattr(v, "numel"))
-    return {"backward": backward, "nodes": len(nodes), "layout": sum(n in zoo.LAYOUT_OPS for n in names),
-            "saved": len(saved), "saved_bytes": nbytes, "kernels": code.kernel_count if code else 0,
-            "library": len(code.extern_calls) if code else 0, "kernel_names": list(code.kernels) if code else [],
-            "extern": list(code.extern_calls) if code else []}
-
-
-def bundle(run: Run, cfg: zoo.Config) -> Bundle:
-    """The configuration's bundle, kept in the demo's cache (the least recently used dropped
-    beyond 8 on a CPU, 2 on a GPU)."""
-    bundles = run.kept("bundles", OrderedDict)
-    if cfg not in bundles:
-        while len(bundles) >= (8 if device_kind() == "cpu" else 2):
-            bundles.popitem(last=False)
-            release_memory()
-        bundles[cfg] = Bundle(cfg)
-    bundles.move_to_end(cfg)
-    return bundles[cfg]
 
 
 def _extra(cfg: zoo.Config, what: str = "") -> str:
@@ -246,18 +170,6 @@ ops = Demo(
 # =======================================================================================
 # 2. Inference and training step: eager vs compiled
 # =======================================================================================
-def agreement(b: Bundle) -> dict[str, float]:
-    """Max |difference| from eager of every form's forward output ÷ max |output|, same weights."""
-    import numpy as np
-
-    ref = b.run("torch_eager", False).float().cpu().numpy()
-    outs = {"torch_compile": b.run("torch_compile", False).float().cpu().numpy()}
-    with contextlib.suppress(DemoError):  # no JAX: the torch forms still agree, or not
-        outs |= zoo.jax_outputs(b.model, b.x, b.cfg.heads)
-    scale = float(np.abs(ref).max())
-    return {k: float(np.abs(v - ref).max()) / scale for k, v in outs.items()}
-
-
 def measure_speed(run: Run, step: str = "inference", tokens: str | None = None, width: int | None = None,
                   dtype: str = "float32", layers: int | None = None, budget_s: float = BUDGET_S) -> dict[str, Any]:
     """Median latency (p10–p90) of a forward or a training step (forward, backward, AdamW):
@@ -396,69 +308,13 @@ backward = Demo(
 
 
 # =======================================================================================
-# 4. Compile cost at model scale (cold)
+# 4. Compile cost at model scale (cold); the fresh first steps and the stance loop:
+#    demos.topics.model_compile_cost
 # =======================================================================================
-def _graphs() -> int:
-    from torch._dynamo.utils import counters
-
-    return int(counters["stats"]["unique_graphs"])
-
-
 def break_even(compile_s: float, eager_s: float, compiled_s: float) -> float:
     """Training steps until the compile is repaid at the measured per-step gain (inf: never)."""
     gain = eager_s - compiled_s
     return math.inf if gain <= 0 else compile_s / gain
-
-
-def warm_compiler(run: Run) -> None:
-    """One tiny compile with a backward: the compiler's one-time imports, kept out of the timings."""
-    torch = require_torch()
-    f = run.compile(lambda a: (a * 2 + 1).sum(), dynamic=False)
-    f(torch.ones(4, requires_grad=True)).backward()
-
-
-def _first_step(run: Run, cfg: zoo.Config, how: str, caches: str) -> tuple[Any, dict[str, Any]]:
-    """A fresh model (fresh code objects: a fresh Dynamo state while every other demo's compiled
-    code stays), compiled whole or block by block; its first training step timed. Returns the
-    step and {first_s, graphs}."""
-    torch = require_torch()
-    model = zoo.torch_model(cfg)
-    opt, (x, t) = zoo.optimizer(model), zoo.torch_data(cfg)
-    if how == "whole":
-        stepped = torch.compile(model, dynamic=False)
-    else:  # regional: every block compiled in place; one code object, so a compile serves every layer
-        for blk in model.layers:
-            blk.compile(dynamic=False)
-        stepped = model
-    on = caches == "warm"
-    g0 = _graphs()
-    with torch._inductor.config.patch(fx_graph_cache=on), torch._functorch.config.patch(enable_autograd_cache=on):
-        first, _ = run.first_call(lambda: zoo.train_step(stepped, opt, x, t))
-    return (lambda: zoo.train_step(stepped, opt, x, t)), {"first_s": first, "graphs": _graphs() - g0}
-
-
-def _stance_loop(cfg: zoo.Config, stance: str) -> dict[str, Any]:
-    """One compiled block (dynamic=False) called at several sequence lengths: the first call
-    compiles under the default stance, the rest run under ``stance``."""
-    torch = require_torch()
-    one = zoo.Config(1, cfg.width, cfg.heads, cfg.batch, cfg.seq, cfg.dtype)
-    cm = torch.compile(zoo.torch_model(one), dynamic=False)
-    seqs = [cfg.seq * k // 4 for k in (4, 2, 3, 5, 6, 8)]
-    g0, calls, error = _graphs(), 0, None
-    t0 = time.perf_counter()
-    with torch.no_grad():
-        cm(zoo.torch_data(one, seq=seqs[0])[0])
-        calls += 1
-        with torch.compiler.set_stance(stance):
-            for s in seqs[1:]:
-                try:
-                    cm(zoo.torch_data(one, seq=s)[0])
-                    calls += 1
-                except Exception as exc:
-                    error = one_line(exc)[:70]
-                    break
-    return {"compiles": _graphs() - g0, "calls": calls, "shapes": len(seqs), "seconds": time.perf_counter() - t0,
-            "error": error, "seqs": seqs}
 
 
 def measure_compile_cost(run: Run, layers: int | None = None, caches: str = "bypassed",
@@ -481,14 +337,14 @@ def measure_compile_cost(run: Run, layers: int | None = None, caches: str = "byp
         for how in ("regional", "whole"):  # regional first: any one-time cost left falls on it
             if how == "whole":
                 run.progress(0.35, f"the whole stack compiled ({caches} caches)…")
-            fn, res[how] = _first_step(run, cfg, how, caches)
+            fn, res[how] = first_step(run, cfg, how, caches)
             steps[how] = (fn, sync_torch())
         run.progress(0.55, "timing eager and both compiled steps, taking turns…")
         timed = zoo.time_forms(steps, budget_s * len(steps))
         stance = {}
         for i, s in enumerate(STANCES):
             run.progress(0.65 + 0.1 * i, f"shape-varying loop, stance {s!r}…")
-            stance[s] = _stance_loop(cfg, s)
+            stance[s] = stance_loop(cfg, s)
     for how, r in res.items():
         r["steady"] = timed[how]
         r["compile_s"] = max(r["first_s"] - timed[how]["median"], 0.0)

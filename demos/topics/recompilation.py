@@ -17,38 +17,32 @@ in :mod:`demos.topics.recompilation_figures` and the slides' claims, in the slid
 ``verdict()`` writes the judgment slide's numbers from this session's measurements. Numerics
 are :mod:`demos.topics.numerics`.
 
-How compiles are counted (torch 2.13 / JAX 0.10): torch — a backend that counts the graphs it
-hands to Inductor (:class:`demos.introspection.hooks.InductorBackend`); JAX —
-``jitted._cache_size()`` before/after each call; the reasons and the recompile-limit warning come
-from their logs (:mod:`demos.introspection.dynamo`). Each session compiles a *fresh* copy of the
-step (``Run.fresh``: a code object and a name of its own), so Dynamo's per-code cache, recompile
-limit and automatic-dynamic state start clean: re-running a cell gives the same counts without
-resetting anything the other parts compiled.
+The step, its modes and the :class:`~demos.topics.recompilation_session.Session` that calls it
+and counts compiles are :mod:`demos.topics.recompilation_session`; the live panel (slider,
+Auto-sweep, Reset) is :mod:`demos.topics.recompilation_panel`. Each session compiles a *fresh*
+copy of the step (``Run.fresh``: a code object and a name of its own), so Dynamo's per-code cache,
+recompile limit and automatic-dynamic state start clean: re-running a cell gives the same counts
+without resetting anything the other parts compiled.
 """
 from __future__ import annotations
 
 import html
 import math
-import numbers
-import random
 import statistics
-import time
-import uuid
-from dataclasses import asdict, dataclass
 from typing import Any, Callable
 
 from demos.deck.claims import Claim, Claims, Each
-from demos.deck.demo import Choice, Configs, Demo, Drawn, Int
-from demos.deck.ui import Panel, recorded_only
+from demos.deck.demo import Choice, Configs, Demo, Int
 from demos.engine import coldcompile, plots
-from demos.engine.devices import device_kind, require_jax, require_torch, set_threads, torch_device
 from demos.engine.errors import DemoError, one_line
-from demos.engine.measurement import Progress, Run
-from demos.engine.timing import sync_for
+from demos.engine.measurement import Run
 from demos.introspection import dynamo
-from demos.introspection.hooks import InductorBackend
-from demos.topics.recompilation_figures import (MODE_SHORT, _fmt_calls, figure_compile_latency,
-                                                figure_modes, figure_timeline, mode_label, summarize)
+from demos.topics.recompilation_figures import (MODE_SHORT, _fmt_calls, figure_compile_latency,  # noqa: F401
+                                                figure_modes, figure_timeline, summarize)
+from demos.topics.recompilation_panel import LivePanel
+from demos.topics.recompilation_session import (MODES, Event, Session, available_modes, bucket_of,  # noqa: F401
+                                                check_mode, run_sweep, sizes_text, sweep_defaults,
+                                                sweep_lengths)
 
 # ---------------------------------------------------------------------------------------
 # 1. Compile latency: cold vs warm cache, each in a fresh process
@@ -133,230 +127,9 @@ compile_latency = Demo(
 
 # ---------------------------------------------------------------------------------------
 # 2. Recompilation: a session is one mode, a fresh step, every call recorded
+#    (the step, the modes and Session: demos.topics.recompilation_session; the panel that keeps
+#    a session per mode across slider moves: demos.topics.recompilation_panel)
 # ---------------------------------------------------------------------------------------
-# The step function whose input length changes from call to call (a sequence batch). A session
-# compiles a fresh copy of it (``Run.fresh``): its source stays this file's, so Dynamo finds it
-# (torch 2.11 wraps a function without findable source in one shared frame, whose recompile
-# budget every session then shared, pytorch#124269).
-def torch_step() -> Callable:
-    torch = require_torch()
-
-    def step(x):
-        h = torch.nn.functional.gelu(x * 1.5 + 0.5)
-        return (h - h.mean(-1, keepdim=True)).sum(-1)
-
-    return step
-
-
-def jax_step() -> Callable:
-    jax = require_jax()
-
-    def step(x):
-        h = jax.nn.gelu(x * 1.5 + 0.5)
-        return (h - h.mean(-1, keepdims=True)).sum(-1)
-
-    return step
-
-
-MODES = ("static", "auto", "mark_dynamic", "bucket", "eager", "jax_jit", "jax_bucket")
-
-
-def check_mode(mode: str) -> str:
-    if mode not in MODES:
-        from demos.engine.errors import unknown_name
-
-        raise unknown_name("mode", mode, MODES)
-    return mode
-
-
-def sweep_defaults(kind: str | None = None) -> dict[str, int]:
-    """Batch B and width D of the step's input (B, S, D); buckets and the slider range for S."""
-    kind = kind or device_kind()
-    if kind == "gpu":
-        return {"B": 32, "D": 1024, "S_min": 16, "S_max": 512, "bucket": 128}
-    return {"B": 4, "D": 64, "S_min": 16, "S_max": 256, "bucket": 64}
-
-
-def sweep_lengths(distinct: int = 12, repeats: int | None = None, seed: int = 0,
-                  kind: str | None = None) -> list[int]:
-    """A deterministic 'training loop' of varied sequence lengths: ``distinct`` new lengths in
-    shuffled order, then ``repeats`` more calls drawn from the lengths already seen."""
-    d = sweep_defaults(kind)
-    if not 1 <= distinct <= d["S_max"] - d["S_min"]:
-        raise DemoError(f"distinct lengths must be between 1 and {d['S_max'] - d['S_min']}")
-    rng = random.Random(seed)
-    seen = rng.sample(range(d["S_min"] + 1, d["S_max"] + 1), distinct)
-    repeats = distinct if repeats is None else repeats
-    return seen + [rng.choice(seen) for _ in range(repeats)]
-
-
-def bucket_of(S: int, bucket: int) -> int:
-    """The padded length: the next multiple of ``bucket`` at or above S."""
-    if S <= 0 or bucket <= 0:
-        raise DemoError(f"lengths and buckets must be positive (S={S}, bucket={bucket})")
-    return int(math.ceil(S / bucket) * bucket)
-
-
-@dataclass
-class Event:
-    i: int
-    S: int  # requested length
-    run_S: int  # length actually run (padded under bucketing)
-    seconds: float
-    compiled: bool = False
-    symbolic: bool = False  # the compiled graph has symbolic shapes
-    fallback: bool = False  # ran eager because the recompile limit was hit
-    reason: str = ""
-
-
-class Session:
-    """One mode of the recompilation demo: a fresh compiled step, its calls and compiles."""
-
-    def __init__(self, mode: str = "static", B: int | None = None, D: int | None = None,
-                 bucket: int | None = None, device: str | None = None):
-        self.mode = check_mode(mode)
-        d = sweep_defaults()
-        self.B = d["B"] if B is None else B
-        self.D = d["D"] if D is None else D
-        self.bucket = d["bucket"] if bucket is None else bucket
-        self.framework = "jax" if mode.startswith("jax") else "torch"
-        self.device = device or torch_device()
-        self.events: list[Event] = []
-        self.compiles = 0
-        self.limit_hit_at: int | None = None
-        self.limit_message = ""
-        self.compiled_lengths: set[int] = set()
-        self._inputs: dict[int, Any] = {}
-        if self.framework == "torch":
-            torch = require_torch()
-            set_threads()
-            self.limit = dynamo.recompile_limit()
-            self.sync = sync_for("torch_eager", self.device)
-            # a name of its own per session: Dynamo keeps automatic-dynamic state per file, line and name
-            fn = Run.fresh(torch_step(), f"{mode}_{uuid.uuid4().hex[:8]}")
-            if mode == "eager":
-                self._fn = fn
-            else:
-                dynamic = False if mode in ("static", "bucket") else None
-                self._fn = torch.compile(fn, backend=InductorBackend(on_graph=self._on_graph), dynamic=dynamic)
-        else:
-            jax = require_jax()
-            self.limit = None
-            self.sync = sync_for("jax_jit")
-            # a new function object (empty jit caches), named per mode: the name is in XLA's
-            # persistent-cache key, which `make warm` fills
-            self._fn = jax.jit(Run.fresh(jax_step(), mode))
-        self._symbolic_pending = False
-
-    # torch: each graph the backend is asked to compile (then Inductor compiles it)
-    def _on_graph(self, _gm, example_inputs) -> None:
-        self.compiles += 1
-        self._symbolic_pending = dynamo.symbolic(example_inputs)
-
-    def _input(self, S: int):
-        if S not in self._inputs:
-            torch = require_torch()
-            g = torch.Generator().manual_seed(S)
-            x = torch.randn(self.B, S, self.D, generator=g)
-            if self.framework == "torch":
-                self._inputs[S] = x.to(self.device)
-            else:
-                jax = require_jax()
-                self._inputs[S] = jax.device_put(x.numpy())
-            if len(self._inputs) > 64:
-                self._inputs.pop(next(iter(self._inputs)))
-        return self._inputs[S]
-
-    def _padded(self, S: int) -> int:
-        return bucket_of(S, self.bucket) if self.mode in ("bucket", "jax_bucket") else S
-
-    def call(self, S: int) -> Event:
-        """Run the step once on a (B, S, D) input; record latency, compiles and the reason."""
-        if isinstance(S, bool) or not isinstance(S, numbers.Integral) or S <= 0:
-            raise DemoError(f"sequence length must be a positive whole number (got {S!r})")
-        run_S = self._padded(S)
-        x = self._input(run_S)
-        if self.framework == "torch":
-            ev = self._call_torch(S, run_S, x)
-        else:
-            ev = self._call_jax(S, run_S, x)
-        self.events.append(ev)
-        return ev
-
-    def _call_torch(self, S: int, run_S: int, x) -> Event:
-        torch = require_torch()
-        before = self.compiles
-        patch = {}
-        if hasattr(torch._dynamo.config, "automatic_dynamic_local_pgo"):
-            patch["automatic_dynamic_local_pgo"] = False  # no cross-run profile: clean state
-        with torch._dynamo.config.patch(**patch), dynamo.torch_recompile_log() as log:
-            if self.mode == "mark_dynamic":
-                torch._dynamo.mark_dynamic(x, 1)
-            t0 = time.perf_counter()
-            out = self._fn(x)
-            self.sync(out)
-            dt = time.perf_counter() - t0
-        compiled, fallback = self.compiles > before, False
-        reason, limit_message = dynamo.read_recompiles(log.messages)
-        if limit_message and self.limit_hit_at is None:
-            self.limit_hit_at, self.limit_message = len(self.events), limit_message
-        if compiled:
-            self.compiled_lengths.add(run_S)
-            if not reason:
-                reason = "first call: nothing compiled yet"
-        elif self.limit_hit_at is not None and self.mode in ("static", "bucket") and run_S not in self.compiled_lengths:
-            fallback = True
-            reason = f"recompile limit ({self.limit}) reached: runs eager, silently"
-        return Event(len(self.events), S, run_S, dt, compiled, compiled and self._symbolic_pending, fallback, reason)
-
-    def _call_jax(self, S: int, run_S: int, x) -> Event:
-        before = self._fn._cache_size()
-        with dynamo.jax_miss_log() as log:
-            t0 = time.perf_counter()
-            out = self._fn(x)
-            self.sync(out)
-            dt = time.perf_counter() - t0
-        compiled = self._fn._cache_size() > before
-        reason = ""
-        if compiled:
-            self.compiles += 1
-            self.compiled_lengths.add(run_S)
-            reason = dynamo.read_jax_misses(log.messages) or f"new input shape ({self.B}, {run_S}, {self.D})"
-        return Event(len(self.events), S, run_S, dt, compiled, False, False, reason)
-
-    # summary -----------------------------------------------------------------------
-    def to_dict(self) -> dict[str, Any]:
-        return {"mode": self.mode, "label": mode_label(self.mode), "B": self.B, "D": self.D,
-                "bucket": self.bucket if self.mode in ("bucket", "jax_bucket") else None, "limit": self.limit,
-                "compiles": self.compiles, "limit_hit_at": self.limit_hit_at, "limit_message": self.limit_message,
-                "events": [asdict(e) for e in self.events], "summary": summarize(self.events),
-                "extra": _sizes_text({"B": self.B, "D": self.D})}
-
-
-def run_sweep(mode: str, lengths: list[int], progress: Progress | None = None,
-              session: Session | None = None, on_call: Callable[[Session], None] | None = None) -> Session:
-    """Call a fresh session of ``mode`` once per length (clean state every time)."""
-    s = session or Session(mode)
-    for k, S in enumerate(lengths):
-        s.call(S)
-        if on_call:
-            on_call(s)
-        if progress:
-            progress((k + 1) / len(lengths), f"{MODE_SHORT[mode]}: call {k + 1}/{len(lengths)}, S={S}, "
-                                             f"{s.compiles} compiles")
-    return s
-
-
-def available_modes() -> list[str]:
-    from demos.engine.devices import jax_or_none
-
-    return [m for m in MODES if not m.startswith("jax") or jax_or_none() is not None]
-
-
-def _sizes_text(d: dict) -> str:
-    return f"step on (B={d['B']}, S, D={d['D']}) float32"
-
-
 def measure_live(run: Run, mode: str = "static", S: int | None = None,
                  session: Session | None = None) -> dict[str, Any]:
     """The live panel's measurement. With a ``session`` (the panel's, kept across slider moves):
@@ -366,113 +139,6 @@ def measure_live(run: Run, mode: str = "static", S: int | None = None,
         session.call(S)
         return session.to_dict()
     return run_sweep(check_mode(mode), sweep_lengths(), run.progress).to_dict()
-
-
-class LivePanel(Panel):
-    """The recompilation panel: a shape slider that calls the step once per move (on the
-    mode's session, kept until Reset), plus Auto-sweep (a fresh session walks the sweep
-    lengths, redrawing as calls happen) and Reset. Headless, it draws a full sweep."""
-
-    def __init__(self, demo, specs, initial: dict | None = None):
-        super().__init__(demo, specs, initial)
-        self.sessions: dict[str, Session] = {}
-        self.lengths = sweep_lengths()
-        self._last_S: int | None = None
-        self._full_sweep = False
-
-    def session(self, mode: str) -> Session:
-        """The mode's session (fresh on first use and after Reset)."""
-        if mode not in self.sessions:
-            self.sessions[mode] = Session(mode)
-        return self.sessions[mode]
-
-    def _call(self, s: Session, S: int) -> dict[str, Any]:
-        run = Run()  # the call needs no memory but the session's
-        with run.declared() as cond:  # one call of a kept session: threads chosen, conditions read
-            data = self.demo.measure(run, mode=s.mode, S=S, session=s)
-        self.last_conditions = cond
-        data["stamp"] = plots.live_stamp(data["extra"], cond.stamp())
-        return data
-
-    def _figure(self, data: dict[str, Any]):
-        data.setdefault("stamp", plots.live_stamp(data["extra"]))
-        return figure_timeline(data, self.demo.reference(self.values()))
-
-    def render_fn(self, values: dict[str, Any], progress: Progress) -> Drawn:
-        if self._full_sweep or recorded_only():
-            return self.demo.render(values, progress)
-        s = self.session(check_mode(values["mode"]))
-        S = values["S"]
-        # one call per slider move (a mode switch shows that mode's session as it stands)
-        called = S != self._last_S or not s.events
-        data = self._call(s, S) if called else s.to_dict()
-        self._last_S = S
-        return Drawn(self._figure(data), self.last_conditions if called else None, None)
-
-    def render_static(self) -> None:
-        """Headless: the default mode's full sweep (or the recorded one), not a single call."""
-        self._full_sweep = True
-        try:
-            super().render_static()
-        finally:
-            self._full_sweep = False
-
-    def reset(self) -> None:
-        self.sessions.clear()
-        self._last_S = None
-        if self._built:
-            self.update()
-
-    def sweep(self, lengths: list[int] | None = None, redraw_s: float = 0.5) -> Session:
-        """Auto-sweep: call the current mode once per length on a fresh session, redrawing the
-        timeline as calls happen (at most every ``redraw_s`` seconds, and at the end)."""
-        mode = self.values()["mode"]
-        self.sessions.pop(mode, None)
-        lengths = lengths or self.lengths
-        self.last_error = None
-        last_draw = time.perf_counter()
-        s = None
-        try:
-            s = self.session(mode)
-            for k, S in enumerate(lengths):
-                data = self._call(s, S)
-                self.progress((k + 1) / len(lengths), f"call {k + 1}/{len(lengths)}: S={S} · {s.compiles} compiles")
-                if time.perf_counter() - last_draw >= redraw_s or k == len(lengths) - 1:
-                    self._draw(self._figure(data))
-                    last_draw = time.perf_counter()
-        except Exception as exc:  # one line, the panel survives
-            self.last_error = one_line(exc)
-        if self._built:
-            self.progress_bar.layout.visibility = "hidden"
-            self.status.value = (f"<span style='color:#b00020'>⚠ {html.escape(self.last_error)}</span>"
-                                 if self.last_error else f"sweep done: {s.compiles} compiles")
-        self._last_S = lengths[-1] if lengths else None
-        return s
-
-    def _draw(self, fig) -> None:
-        """Redraw in place mid-sweep (the base panel redraws only when a measurement ends)."""
-        self.last_png = plots.to_png(fig)
-        self.renders += 1
-        if self._built:
-            from IPython.display import Image, clear_output, display
-
-            with self.out:
-                clear_output(wait=True)
-                display(Image(data=self.last_png, format="png"))
-
-    def _build(self) -> None:
-        if self._built:
-            return
-        super()._build()
-        import ipywidgets as w
-
-        self.sweep_button = w.Button(description="Auto-sweep", button_style="warning", icon="forward",
-                                     layout=w.Layout(width="150px"))
-        self.sweep_button.on_click(lambda _b: self.sweep())
-        self.reset_button = w.Button(description="Reset", icon="refresh", layout=w.Layout(width="100px"))
-        self.reset_button.on_click(lambda _b: self.reset())
-        row = self.widget.children[0]
-        row.children = tuple(row.children) + (self.sweep_button, self.reset_button)
 
 
 def _compiled(s: dict[str, Any]) -> list[dict]:
@@ -568,7 +234,7 @@ def measure_modes(run: Run, distinct: int = 12, repeats: int | None = None,
     modes = list(modes or available_modes())
     sizes = sweep_defaults()
     out: dict[str, Any] = {"lengths": lengths, "sizes": sizes, "modes": {}, "errors": {},
-                           "extra": f"{_sizes_text(sizes)}, {len(lengths)} calls"}
+                           "extra": f"{sizes_text(sizes)}, {len(lengths)} calls"}
     for k, m in enumerate(modes):
         sub = lambda f, msg, k=k: run.progress((k + f) / len(modes), msg)  # this mode's share of the bar
         try:

@@ -15,9 +15,10 @@ Four live demos, each declared once (:class:`demos.deck.demo.Demo`) from a ``mea
 
 The roofs, the spec sheets, the model (analytic FLOPs and bytes; max(FLOPs ÷ peak, bytes ÷
 bandwidth)) and the timing of a workload's forms side by side are the engine's
-(:mod:`demos.engine.peaks`). The roofs are measured once per process and stored in every
-measurement that uses them, so a recorded run carries its own machine's roofs. Latencies are
-medians. torch.compile compiles *fresh copies* of the workload functions, kept in the demo's
+(:mod:`demos.engine.peaks`); a point (its prediction beside its measured time, and why they
+differ) is :mod:`demos.topics.roofline_points`'s. The roofs are measured once per process and
+stored in every measurement that uses them, so a recorded run carries its own machine's roofs.
+Latencies are medians. torch.compile compiles *fresh copies* of the workload functions, kept in the demo's
 cache (``run.cache``): this part's sliders never spend another part's Dynamo recompile budget,
 and the persistent Inductor cache is shared, so ``make warm`` still pays off.
 """
@@ -33,11 +34,11 @@ from demos.engine import plots
 from demos.engine.devices import check_dtype, device_kind, dtype_supported, torch_device
 from demos.engine.errors import DemoError, unknown_name
 from demos.engine.measurement import Run
-from demos.engine.peaks import (compile_forms, cost, is_fused, measure_form, measure_forms, peak_flops, peaks,
-                                peaks_for, predict)
+from demos.engine.peaks import compile_forms, measure_form, measure_forms, peaks, peaks_for
 from demos.engine.workloads import get as get_workload
 from demos.topics.roofline_figures import (SEED, MODE_LABELS, figure_overheads, figure_payoff,  # noqa: F401 (SEED)
                                            figure_predicted, figure_roofline, pow_text, short_sizes, speedup)
+from demos.topics.roofline_points import explain, make_point  # noqa: F401 (explain)
 
 PAYOFF_WORKLOADS = ("two_matmuls", "chain", "mlp_block")
 ROOF_WORKLOADS = ("chain", "two_matmuls", "mlp_block", "complex_activation")
@@ -48,45 +49,8 @@ BUDGETS = {"record": {"budget_s": 0.3}, "quick": {"budget_s": 0.1}}  # `make rec
 
 
 # =======================================================================================
-# The points: the model's prediction (demos.engine.peaks) beside the measured time, per size
+# The points, per size (each one's prediction beside its measured time: demos.topics.roofline_points)
 # =======================================================================================
-def make_point(workload: str, backend: str, params: dict, dtype: str, timing: dict[str, Any],
-               peaks: dict[str, Any]) -> dict[str, Any]:
-    """A roofline point: cost, measured time, achieved FLOP/s, the prediction and the ratio."""
-    c = cost(workload, params, dtype, backend)
-    pred, bound = predict(c["flops"], c["bytes"], peak_flops(peaks, dtype), peaks["bandwidth"]["bytes_per_s"])
-    pt: dict[str, Any] = {"workload": workload, "backend": backend, "params": dict(params), "dtype": dtype,
-                          **c, "predicted_s": pred, "bound": bound}
-    pt.update({k: timing.get(k) for k in ("median_s", "p10_s", "p90_s", "n", "first_s", "error")})
-    if timing.get("median_s"):
-        pt["achieved"] = c["flops"] / timing["median_s"]
-        pt["ratio"] = timing["median_s"] / pred
-    pt["why"] = explain(pt)
-    return pt
-
-
-def explain(pt: dict[str, Any]) -> str:
-    """Why measured and predicted differ (one short phrase for the figure)."""
-    r = pt.get("ratio")
-    if r is None:
-        return pt.get("error") or "not measured"
-    if r < 0.7:
-        return "faster than the model: the data stayed in cache"
-    if r <= 2.0:
-        return f"near the {pt['bound']} roof"
-    if pt.get("median_s", 1) < 50e-6 or pt["predicted_s"] < 10e-6:
-        return "fixed per-call overhead (dispatch, launches) dominates"
-    w, fused = pt["workload"], is_fused(pt["backend"])
-    if w in ("chain", "complex_activation"):
-        return ("tanh/exp/sin cost many FLOPs each; the model counts 1" if fused
-                else "per-op passes + transcendental math")
-    if w == "mlp_block":
-        return "LayerNorm reductions and GELU run far below the GEMM peak"
-    if w == "two_matmuls":
-        return "GEMMs this small run below the big-GEMM peak"
-    return "below both roofs"
-
-
 def check_dtype_here(dtype: str) -> str:
     if dtype not in DTYPES:
         raise unknown_name("dtype", dtype, DTYPES)

@@ -1,0 +1,59 @@
+"""How part 2's demos run a form of a computation: timed (median and spread, its first call
+timed apart once per demo), a compiled copy whose C++ kernels emit profiler events, and the
+relayout einsum's operands on the device. :mod:`demos.topics.fusion` measures with them; what
+they keep between measurements is the demo's ``run.cache``.
+"""
+from __future__ import annotations
+
+import math
+from typing import Any, Callable
+
+from demos.engine.devices import require_jax
+from demos.engine.measurement import Run
+
+
+def time_form(run: Run, prep, budget_s: float) -> dict[str, Any]:
+    """Median and p10–p90 of a prepared call over ``budget_s`` seconds; the first call (a compile)
+    is timed apart, once per demo until it forgets."""
+    key = ("first call timed", prep.workload.name, prep.backend, tuple(sorted(prep.params.items())),
+           prep.dtype, prep.device)
+    compile_s = None
+    if key not in run.cache:
+        compile_s, _ = run.first_call(prep.fn, prep.sync)
+        run.cache[key] = True
+    t = run.time(prep.fn, prep.sync, warmup=0, budget_s=budget_s, min_samples=3)
+    return {"median_s": t.median, "p10_s": t.p10, "p90_s": t.p90, "n": t.n, "first_s": compile_s}
+
+
+def profiled_compiled(run: Run, fn: Callable) -> Callable:
+    """torch.compile of a fresh copy of ``fn`` whose C++ kernels emit profiler events.
+
+    A separate code object keeps the deck's shared compiled wrapper untouched (no reset)."""
+    compiled = run.kept(("profiled", fn.__qualname__), lambda: run.compile(fn, "profiled"))
+
+    def call(*args):
+        import torch._inductor.config as ic
+
+        with ic.patch({"cpp.enable_kernel_profile": True}):
+            return compiled(*args)
+
+    return call
+
+
+def relayout_inputs(run: Run, B: int, H: int, D: int, K: int, dtype: str):
+    """The operands x, x pre-transposed and w on the device; only the latest size is kept."""
+    key = (B, H, D, K, dtype)
+    held = run.cache.get("relayout inputs")
+    if held is None or held[0] != key:
+        jax = require_jax()
+        import jax.numpy as jnp
+        import numpy as np
+
+        rng = np.random.default_rng(0)
+        x = rng.standard_normal((B, H, D), dtype=np.float32)
+        w = rng.standard_normal((H, D, K), dtype=np.float32) / math.sqrt(D)
+        jd = getattr(jnp, dtype)
+        run.cache.pop("relayout inputs", None)  # the previous size's arrays go before these are made
+        run.cache["relayout inputs"] = key, tuple(jax.device_put(jnp.asarray(a).astype(jd))
+                                                  for a in (x, np.ascontiguousarray(x.transpose(1, 0, 2)), w))
+    return run.cache["relayout inputs"][1]

@@ -1,0 +1,109 @@
+"""Part 6's compiled model: :class:`Bundle` (one configuration's model, AdamW, data and the
+torch.compile'd model, whose Inductor hook records every graph AOTAutograd hands it and the code
+generated for it, so counting costs no extra compile), :func:`graph_summary` (one such graph,
+counted), :func:`bundle` (a demo's bundles, kept in its ``run.cache``), :func:`agreement` (each
+form's forward output against eager's) and the model's torch threads on a CPU.
+:mod:`demos.topics.model` measures with them.
+"""
+from __future__ import annotations
+
+import contextlib
+import operator
+from collections import OrderedDict
+from typing import Any
+
+from demos.engine import model_zoo as zoo
+from demos.engine.devices import device_kind, require_torch, torch_device
+from demos.engine.errors import DemoError, release_memory
+from demos.engine.measurement import Run
+from demos.engine.settings import get as get_setting
+from demos.introspection import codegen
+from demos.introspection.hooks import InductorBackend
+
+
+def cpu_threads() -> int:
+    """torch threads for the model on a CPU (DEMOS_MODEL_THREADS, default 1)."""
+    return get_setting("DEMOS_MODEL_THREADS")
+
+
+def threads():
+    """The model's torch threads on a CPU (one by default), restored afterwards."""
+    return zoo.threads(cpu_threads() if torch_device() == "cpu" else None)
+
+
+class Bundle:
+    """One configuration: model, AdamW, data, the compiled model (compiled on first use) and
+    what its compiles recorded: ``records["inference"|"training"]`` → one summary per graph."""
+
+    def __init__(self, cfg: zoo.Config):
+        torch = require_torch()
+        self.cfg = cfg
+        self.model = zoo.torch_model(cfg)
+        self.opt = zoo.optimizer(self.model)
+        self.x, self.t = zoo.torch_data(cfg)
+        self.records: dict[str, list] = {}
+        self.cache: dict[str, Any] = {}
+        self._phase = "inference"
+        backend = InductorBackend(on_graph=self._on_graph, on_inner=self._on_inner)
+        self.compiled = torch.compile(self.model, backend=backend, dynamic=False)
+
+    def _on_graph(self, _gm, _example_inputs) -> None:
+        self._phase = "training" if require_torch().is_grad_enabled() else "inference"
+
+    def _on_inner(self, graph, backward: bool, code: str | None) -> None:
+        """Each graph AOTAutograd compiles (forward, then backward), with its generated code."""
+        parsed = codegen.parse_inductor(code) if code else None
+        self.records.setdefault(self._phase, []).append(graph_summary(graph, backward, parsed))
+
+    def run(self, form: str, training: bool):
+        """One forward (no grad) or training step of a form: torch_eager, torch_compile, or
+        torch_compile_ro (reduce-overhead, CUDA only). The compiled form's first call compiles
+        with the AOTAutograd cache off, so the graphs reach the hook (the FX-graph cache applies)."""
+        torch = require_torch()
+        if form == "torch_compile_ro" and form not in self.cache:
+            self.cache[form] = torch.compile(self.model, mode="reduce-overhead", dynamic=False)
+        m = self.cache[form] if form == "torch_compile_ro" else self.compiled if form == "torch_compile" else self.model
+        first = form == "torch_compile" and ("training" if training else "inference") not in self.records
+        with torch._functorch.config.patch(enable_autograd_cache=False) if first else contextlib.nullcontext():
+            if training:
+                return zoo.train_step(m, self.opt, self.x, self.t)
+            with torch.no_grad():
+                return m(self.x)
+
+
+def graph_summary(gm, backward: bool, code) -> dict[str, Any]:
+    """An FX graph AOTAutograd produced and the Inductor code for it, counted."""
+    nodes = [n for n in gm.graph.nodes if n.op == "call_function" and n.target is not operator.getitem]
+    names = [getattr(getattr(n.target, "overloadpacket", n.target), "__name__", str(n.target)) for n in nodes]
+    ph = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    saved = [p for p in ph if not p.name.startswith(("tangents", "primals"))] if backward else []
+    nbytes = sum(int(v.numel()) * v.element_size() for v in (p.meta.get("val") for p in saved) if hasattr(v, "numel"))
+    return {"backward": backward, "nodes": len(nodes), "layout": sum(n in zoo.LAYOUT_OPS for n in names),
+            "saved": len(saved), "saved_bytes": nbytes, "kernels": code.kernel_count if code else 0,
+            "library": len(code.extern_calls) if code else 0, "kernel_names": list(code.kernels) if code else [],
+            "extern": list(code.extern_calls) if code else []}
+
+
+def bundle(run: Run, cfg: zoo.Config) -> Bundle:
+    """The configuration's bundle, kept in the demo's cache (the least recently used dropped
+    beyond 8 on a CPU, 2 on a GPU)."""
+    bundles = run.kept("bundles", OrderedDict)
+    if cfg not in bundles:
+        while len(bundles) >= (8 if device_kind() == "cpu" else 2):
+            bundles.popitem(last=False)
+            release_memory()
+        bundles[cfg] = Bundle(cfg)
+    bundles.move_to_end(cfg)
+    return bundles[cfg]
+
+
+def agreement(b: Bundle) -> dict[str, float]:
+    """Max |difference| from eager of every form's forward output ÷ max |output|, same weights."""
+    import numpy as np
+
+    ref = b.run("torch_eager", False).float().cpu().numpy()
+    outs = {"torch_compile": b.run("torch_compile", False).float().cpu().numpy()}
+    with contextlib.suppress(DemoError):  # no JAX: the torch forms still agree, or not
+        outs |= zoo.jax_outputs(b.model, b.x, b.cfg.heads)
+    scale = float(np.abs(ref).max())
+    return {k: float(np.abs(v - ref).max()) / scale for k, v in outs.items()}

@@ -1,0 +1,47 @@
+"""Part 3's roofline points: one workload form at one size, its analytic cost (FLOPs and bytes,
+fused or not), the roofline model's prediction (max(FLOPs ÷ peak, bytes ÷ bandwidth), from
+:mod:`demos.engine.peaks`) beside its measured time, the ratio and a short phrase for why they
+differ. :mod:`demos.topics.roofline` measures the times; the figures draw the points.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from demos.engine.peaks import cost, is_fused, peak_flops, predict
+
+
+def make_point(workload: str, backend: str, params: dict, dtype: str, timing: dict[str, Any],
+               peaks: dict[str, Any]) -> dict[str, Any]:
+    """A roofline point: cost, measured time, achieved FLOP/s, the prediction and the ratio."""
+    c = cost(workload, params, dtype, backend)
+    pred, bound = predict(c["flops"], c["bytes"], peak_flops(peaks, dtype), peaks["bandwidth"]["bytes_per_s"])
+    pt: dict[str, Any] = {"workload": workload, "backend": backend, "params": dict(params), "dtype": dtype,
+                          **c, "predicted_s": pred, "bound": bound}
+    pt.update({k: timing.get(k) for k in ("median_s", "p10_s", "p90_s", "n", "first_s", "error")})
+    if timing.get("median_s"):
+        pt["achieved"] = c["flops"] / timing["median_s"]
+        pt["ratio"] = timing["median_s"] / pred
+    pt["why"] = explain(pt)
+    return pt
+
+
+def explain(pt: dict[str, Any]) -> str:
+    """Why measured and predicted differ (one short phrase for the figure)."""
+    r = pt.get("ratio")
+    if r is None:
+        return pt.get("error") or "not measured"
+    if r < 0.7:
+        return "faster than the model: the data stayed in cache"
+    if r <= 2.0:
+        return f"near the {pt['bound']} roof"
+    if pt.get("median_s", 1) < 50e-6 or pt["predicted_s"] < 10e-6:
+        return "fixed per-call overhead (dispatch, launches) dominates"
+    w, fused = pt["workload"], is_fused(pt["backend"])
+    if w in ("chain", "complex_activation"):
+        return ("tanh/exp/sin cost many FLOPs each; the model counts 1" if fused
+                else "per-op passes + transcendental math")
+    if w == "mlp_block":
+        return "LayerNorm reductions and GELU run far below the GEMM peak"
+    if w == "two_matmuls":
+        return "GEMMs this small run below the big-GEMM peak"
+    return "below both roofs"
