@@ -5,7 +5,7 @@ A topic module declares each live demo once, from a ``measure`` and a ``figure``
     >>> from demos.deck.demo import Choice, Demo, Pow2
     >>> def measure_sum(run, N, dtype):               # run: the measurement's context
     ...     run.progress(0.5, "summing…")
-    ...     total = run.kept(("ones", N), lambda: [1.0] * N)   # the demo's own memory
+    ...     total = run.cached(("ones", N), lambda: [1.0] * N)   # the demo's own memory
     ...     return {"N": N, "dtype": dtype, "sum": sum(total), "extra": f"N={N}"}
     >>> def figure_sum(data, reference):            # draws a measurement, live or recorded
     ...     return f"sum of {data['N']} ones = {data['sum']:g}"

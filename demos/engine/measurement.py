@@ -65,7 +65,7 @@ class Run:
 
         return require_torch().compile(fresh_function(fn, tag), **options)
 
-    def kept(self, key: Any, make: Callable[[], Any]) -> Any:
+    def cached(self, key: Any, make: Callable[[], Any]) -> Any:
         """``self.cache[key]``, made by ``make()`` the first time this demo asks for it."""
         if key not in self.cache:
             self.cache[key] = make()

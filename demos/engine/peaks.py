@@ -251,7 +251,7 @@ def compiled_copy(run: Run, workload: str, mode: str | None = None) -> Callable:
     another part's (the persistent Inductor cache is shared)."""
     tag = "part3_" + (mode or "default").replace("-", "_")
     options = {"mode": mode} if mode else {}
-    return run.kept(("compiled", workload, mode),
+    return run.cached(("compiled", workload, mode),
                     lambda: run.compile(get_workload(workload).torch_fn, tag, **options))
 
 
@@ -297,7 +297,7 @@ def compile_forms(forms: Iterable[tuple[str, dict]], dtypes: Iterable[str], back
 
 def _first_call_once(run: Run, key: tuple, fn: Callable, sync: Callable) -> float | None:
     """The call that compiles (or allocates) timed apart, once per form and sizes (None after)."""
-    seen = run.kept("seen", set)
+    seen = run.cached("seen", set)
     if key in seen:
         return None
     first, _ = run.first_call(fn, sync)

@@ -20,7 +20,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Callable
 
-from demos import BACKENDS
+from demos.engine.devices import BACKENDS
 from demos.engine.devices import device_kind
 from demos.engine.errors import DemoError, unknown_name
 

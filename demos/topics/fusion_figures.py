@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from demos import BACKENDS
+from demos.engine.devices import BACKENDS
 from demos.engine import plots
 from demos.engine.timing import fmt_seconds
 from demos.engine.workloads import ITEMSIZE

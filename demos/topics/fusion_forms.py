@@ -29,7 +29,7 @@ def profiled_compiled(run: Run, fn: Callable) -> Callable:
     """torch.compile of a fresh copy of ``fn`` whose C++ kernels emit profiler events.
 
     A separate code object keeps the deck's shared compiled wrapper untouched (no reset)."""
-    compiled = run.kept(("profiled", fn.__qualname__), lambda: run.compile(fn, "profiled"))
+    compiled = run.cached(("profiled", fn.__qualname__), lambda: run.compile(fn, "profiled"))
 
     def call(*args):
         import torch._inductor.config as ic

@@ -197,7 +197,7 @@ def measure_speed(run: Run, step: str = "inference", tokens: str | None = None, 
         rows = zoo.time_forms(forms, budget_s * len(forms))
     eager = rows["torch_eager"]["median"]
     speedup = {k: eager / r["median"] for k, r in rows.items() if k != "torch_eager"}
-    hist = run.kept(("history", step, dtype, torch_device()), dict)
+    hist = run.cached(("history", step, dtype, torch_device()), dict)
     hist[f"{cfg.batch}×{cfg.seq}, D={cfg.width}"] = [cfg.flops(training), speedup["torch_compile"]]
     return {"step": step, "cfg": vars(cfg) | {}, "rows": rows, "skipped": skipped, "speedup": speedup,
             "agree": None if training else b.cache["agree"], "flops": cfg.flops(training), "compile_s": b.cache[f"compile-{step}"],

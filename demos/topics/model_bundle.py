@@ -87,7 +87,7 @@ def graph_summary(gm, backward: bool, code) -> dict[str, Any]:
 def bundle(run: Run, cfg: zoo.Config) -> Bundle:
     """The configuration's bundle, kept in the demo's cache (the least recently used dropped
     beyond 8 on a CPU, 2 on a GPU)."""
-    bundles = run.kept("bundles", OrderedDict)
+    bundles = run.cached("bundles", OrderedDict)
     if cfg not in bundles:
         while len(bundles) >= (8 if device_kind() == "cpu" else 2):
             bundles.popitem(last=False)

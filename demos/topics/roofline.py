@@ -133,7 +133,7 @@ def measure_payoff(run: Run, N: int | None = None, T: int | None = None, D: int 
     out: dict[str, Any] = {"dtype": dtype, "sizes": sizes, "backends": list(backends), "workloads": {},
                            "device": torch_device(),
                            "extra": f"{dtype} · " + ", ".join(f"{k}={pow_text(sizes[k])}" for k in "NTDH")}
-    last_of = run.kept("payoff_last", dict)  # workload -> (what it was measured at, its measurement)
+    last_of = run.cached("payoff_last", dict)  # workload -> (what it was measured at, its measurement)
     total, done = len(workloads) * len(backends), 0
     for w in workloads:
         params = get_workload(w).resolve(workload_params(w, sizes))
