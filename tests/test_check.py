@@ -33,7 +33,7 @@ def test_widget_versions_that_render_in_rise(monkeypatch):
 
 
 def _demo(claim_holds: bool, fails: bool = False) -> Demo:
-    def measure(n: int) -> dict:
+    def measure(run, n: int) -> dict:
         if fails:
             raise RuntimeError("CUDA error: device-side assert triggered")
         return {"n": n, "extra": f"n={n}"}
@@ -45,8 +45,9 @@ def _demo(claim_holds: bool, fails: bool = False) -> Demo:
         ax.plot([0, data["n"]])
         return fig
 
+    measure.__module__ = "tests.checkprobe"  # a demo's topic is its declaring module's name
     return Demo(f"probe_{claim_holds}_{fails}", "probe", controls=[Choice("n", 2, options=[1, 2])], measure=measure,
-                figure=figure, claims=lambda d: {"n is two": (d["n"] == 2) == claim_holds}, topic="checkprobe")
+                figure=figure, claims=lambda d: {"n is two": (d["n"] == 2) == claim_holds})
 
 
 def test_a_failing_claim_or_demo_fails_the_check(tmp_path, monkeypatch):
