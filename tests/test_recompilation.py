@@ -10,7 +10,7 @@ import math
 import pytest
 
 import demos  # noqa: F401  (environment before torch/JAX)
-from demos.engine import coldcompile
+from demos.introspection import coldcompile
 from demos.engine.errors import DemoError
 from demos.engine.measurement import Run
 from demos.introspection import dynamo
@@ -167,7 +167,7 @@ def test_rerunning_the_sweep_gives_the_same_counts(sweeps):
 @pytest.fixture(scope="module")
 def latency():
     """One Run of the compile-latency panel: two fresh worker processes
-    (``python -m demos.engine.coldcompile SPEC``), cold then warm cache."""
+    (``python -m demos.introspection.coldcompile SPEC``), cold then warm cache."""
     return rc.compile_latency.run({"workload": "complex_activation"})
 
 
@@ -193,13 +193,13 @@ def test_cold_compile_is_slower_than_warm_cache(latency, artifacts):
 
 
 def test_cold_compile_worker_is_its_own_entry_point(tmp_path, monkeypatch):
-    """`python -m demos.engine.coldcompile SPEC` prints one JSON line (a bad workload is one
+    """`python -m demos.introspection.coldcompile SPEC` prints one JSON line (a bad workload is one
     error line for the parent); without a SPEC it prints its usage."""
     import subprocess
     import sys
 
-    usage = subprocess.run([sys.executable, "-m", "demos.engine.coldcompile"], capture_output=True, text=True)
-    assert usage.returncode == 2 and "usage: python -m demos.engine.coldcompile SPEC" in usage.stderr
+    usage = subprocess.run([sys.executable, "-m", "demos.introspection.coldcompile"], capture_output=True, text=True)
+    assert usage.returncode == 2 and "usage: python -m demos.introspection.coldcompile SPEC" in usage.stderr
     spec = {"workload": "no_such_workload", "backends": ["torch_compile"], "dtype": "float32", "params": None,
             "budget_s": 0.01}
     with pytest.raises(DemoError, match="compile worker failed: .*no_such_workload"):

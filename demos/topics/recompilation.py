@@ -4,7 +4,7 @@ Three live demos, each a :class:`demos.deck.demo.Demo` of a ``measure_*`` here, 
 in :mod:`demos.topics.recompilation_figures` and the slides' claims, in the slides' order:
 
 - ``compile_latency()``  first call vs steady state, cold cache vs warm cache, each in a fresh
-  process with its own compile caches (:mod:`demos.engine.coldcompile`); the break-even call
+  process with its own compile caches (:mod:`demos.introspection.coldcompile`); the break-even call
   count at the measured speedup. A cold demo: the panel shows what ``make warm`` measured and
   measures again on Run.
 - ``recompile_live()``   a shape slider: every move is one call of a compiled step; the
@@ -33,7 +33,8 @@ from typing import Any, Callable
 
 from demos.deck.claims import Claim, Claims, Each
 from demos.deck.demo import Choice, Configs, Demo, Int
-from demos.engine import coldcompile, plots
+from demos.engine import plots
+from demos.introspection import coldcompile
 from demos.engine.errors import DemoError, one_line
 from demos.engine.measurement import Run
 from demos.introspection import dynamo

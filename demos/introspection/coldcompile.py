@@ -2,7 +2,7 @@
 
 In-process numbers lie about compile latency: the process already holds compiled code, imported
 modules and in-memory caches. So each measurement runs in a fresh ``python -m
-demos.engine.coldcompile SPEC`` whose compile caches (Inductor/AOTAutograd, Triton, JAX) point
+demos.introspection.coldcompile SPEC`` whose compile caches (Inductor/AOTAutograd, Triton, JAX) point
 into a directory given by the parent:
 
 - ``cold_then_warm(spec)``: *cold* — a fresh process with its own, empty temporary cache
@@ -28,6 +28,7 @@ from demos.engine.devices import require_jax, require_torch
 from demos.engine.errors import DemoError, one_line
 from demos.engine.timing import first_call
 from demos.engine.timing import measure as timed
+from demos.introspection.hooks import InductorBackend
 
 
 def measure(spec: dict[str, Any]) -> dict[str, Any]:
@@ -46,27 +47,19 @@ def measure(spec: dict[str, Any]) -> dict[str, Any]:
 
 
 def _torch(w, spec: dict[str, Any]) -> dict[str, Any]:
-    """torch.compile: Inductor's share of the first call timed by wrapping ``compile_fx``."""
+    """torch.compile: Inductor's share of the first call timed by the deck's Inductor backend
+    (:class:`demos.introspection.hooks.InductorBackend`, which wraps ``compile_fx``)."""
     torch = require_torch()
-    from torch._inductor.compile_fx import compile_fx
-
     from demos.engine.workloads import prepare
 
     eager = prepare(w, "torch_eager", spec.get("params"), spec["dtype"])
     te = timed(eager.fn, eager.sync, budget_s=spec["budget_s"])
-    spent = {"backend": 0.0}
-
-    def timed_inductor(gm, example_inputs):
-        t0 = time.perf_counter()
-        r = compile_fx(gm, example_inputs)
-        spent["backend"] += time.perf_counter() - t0
-        return r
-
-    cf = torch.compile(w.torch_fn, backend=timed_inductor)
+    inductor = InductorBackend()
+    cf = torch.compile(w.torch_fn, backend=inductor)
     args = eager.args
     first, _ = first_call(lambda: cf(*args), eager.sync)
     tc = timed(lambda: cf(*args), eager.sync, budget_s=spec["budget_s"])
-    backend_s = spent["backend"]
+    backend_s = inductor.seconds
     capture = max(first - backend_s - tc.median, 0.0)
     return {"first_s": first, "steady_s": tc.median, "steady_p10": tc.p10, "steady_p90": tc.p90,
             "eager_s": te.median, "parts": {"Dynamo capture + guards": capture,
@@ -113,7 +106,7 @@ def run(spec: dict[str, Any], cache_dir: str, timeout: float = 420) -> dict[str,
         "PYTHONWARNINGS": "ignore",
     })
     env["PYTHONPATH"] = str(PROJECT_ROOT) + os.pathsep + env.get("PYTHONPATH", "")
-    cmd = [sys.executable, "-m", "demos.engine.coldcompile", json.dumps(spec)]
+    cmd = [sys.executable, "-m", "demos.introspection.coldcompile", json.dumps(spec)]
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env, cwd=str(PROJECT_ROOT))
     except subprocess.TimeoutExpired:
@@ -141,7 +134,7 @@ def cold_then_warm(spec: dict[str, Any], say: Callable[[float, str], None] | Non
 
 def main(argv: list[str]) -> int:
     if len(argv) != 1:
-        print("usage: python -m demos.engine.coldcompile SPEC  (SPEC: JSON, see the module docstring)",
+        print("usage: python -m demos.introspection.coldcompile SPEC  (SPEC: JSON, see the module docstring)",
               file=sys.stderr)
         return 2
     sys.stdout.write(json.dumps(measure(json.loads(argv[0]))) + "\n")
