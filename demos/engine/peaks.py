@@ -21,7 +21,7 @@ from demos.engine.convert import to_jax
 from demos.engine.errors import DemoError, is_oom, release_memory
 from demos.engine.timing import measure, sync_jax, sync_torch
 from demos.engine.workloads import available, get as get_workload, prepare
-from demos.engine.measurement import Run
+from demos.engine.measurement import Run, quiet
 from demos.engine.protocol import engine_cache
 
 Progress = Callable[[float, str], None]
@@ -85,10 +85,6 @@ def cost(workload: str, params: dict, dtype: str, backend: str) -> dict[str, flo
 # =======================================================================================
 _BANDWIDTH: dict[tuple[str, int | None], dict[str, Any]] = engine_cache("engine.peaks._BANDWIDTH", {})  # (device, threads) -> measure_bandwidth()
 _PEAKS: dict[str, dict[str, Any]] = engine_cache("engine.peaks._PEAKS", {})                         # device -> bandwidth + GEMM peak per dtype
-
-
-def _noop(_fraction: float, _message: str = "") -> None:
-    pass
 
 
 @contextlib.contextmanager
@@ -193,7 +189,7 @@ def _add_gemms(pk: dict[str, Any], dtypes, budget_s: float, progress: Progress) 
 def measure_peaks(dtypes: tuple[str, ...] | list[str] = ("float32",), budget_s: float = 0.3,
                   progress: Progress | None = None) -> dict[str, Any]:
     """This machine's roofs, measured now: copy bandwidth and a GEMM peak per dtype."""
-    progress = progress or _noop
+    progress = progress or quiet
     progress(0.05, "measuring copy bandwidth…")
     return _add_gemms(_entry(measure_bandwidth(budget_s=budget_s)), dtypes, budget_s, progress)
 
@@ -211,7 +207,7 @@ def peaks(dtypes: tuple[str, ...] | list[str] = ("float32",), refresh: bool = Fa
           progress: Progress | None = None) -> dict[str, Any]:
     """This device's roofs, each measured once per process: :func:`bandwidth` and a GEMM peak
     per dtype (shared by every demo that draws them)."""
-    progress = progress or _noop
+    progress = progress or quiet
     dev, threads = torch_device(), set_threads()
     key = f"{dev}:{threads}"   # the roofs of the thread policy in force
     if refresh:

@@ -498,10 +498,11 @@ def where_measured(data: dict[str, Any]) -> str:
     return data.get("machine_short", "recorded") if data.get("recorded") else "here"
 
 
-def pow2_label(n: int) -> str:
-    """A size as a slide writes it: ``2^k`` for a power of two, else with thousands separators."""
+def pow2_label(n: int, smallest: int = 1) -> str:
+    """A size as a slide writes it: ``2^k`` for a power of two from ``smallest`` up, else with
+    thousands separators."""
     k = math.log2(n) if n > 0 else 0.5
-    return f"2^{int(k)}" if float(k).is_integer() else f"{n:,}"
+    return f"2^{int(k)}" if float(k).is_integer() and n >= smallest else f"{n:,}"
 
 
 def no_minor_ticks(*axes) -> None:

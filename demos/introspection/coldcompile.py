@@ -26,6 +26,7 @@ from typing import Any, Callable
 
 from demos.engine.devices import require_jax, require_torch
 from demos.engine.errors import DemoError, one_line
+from demos.engine.measurement import quiet
 from demos.engine.timing import first_call
 from demos.engine.timing import measure as timed
 from demos.introspection.hooks import InductorBackend
@@ -122,7 +123,7 @@ def cold_then_warm(spec: dict[str, Any], say: Callable[[float, str], None] | Non
                    ) -> tuple[dict[str, Any], dict[str, Any]]:
     """(cold, warm): a fresh process on an empty temporary cache directory, then another fresh
     process on the cache the first one filled (the directory is removed afterwards)."""
-    say = say or (lambda _f, _m="": None)
+    say = say or quiet
     with tempfile.TemporaryDirectory(prefix="jitdeck-cold-") as cache:
         say(0.05, "cold: fresh process, empty caches — compiling from scratch…")
         cold = run(spec, cache)

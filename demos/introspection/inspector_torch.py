@@ -27,6 +27,7 @@ from typing import Any, Callable, Sequence
 
 from demos.engine.devices import require_torch, torch_device
 from demos.engine.errors import DemoError
+from demos.engine.measurement import quiet
 from demos.engine.protocol import declared_state, fresh_function
 from demos.engine.timing import first_call, measure_interleaved, sync_torch
 from demos.introspection import codegen, dynamo
@@ -163,7 +164,7 @@ def _numerics(eager: list, compiled: list, source: str) -> dict[str, Any]:
 def inspect_torch(fn: Callable, xs: list, budget_s: float = BUDGET_S, progress=None) -> dict[str, Any]:
     """The torch half of the report (see the module docstring)."""
     torch = require_torch()
-    progress = progress or (lambda _f, _m="": None)
+    progress = progress or quiet
     filename = fn.__code__.co_filename
     source = "".join(linecache.getlines(filename))
     device = xs[0].device.type if xs else torch_device()

@@ -15,7 +15,7 @@ def figure_timeline(data: dict, reference: dict | None = None):
     titles = [f"eager ({data.get('machine_short', name)})" if data.get("recorded") else "eager (here)"]
     if reference is not None:
         runs.append(reference)
-        titles.append(reference.get("machine_short", "recorded"))
+        titles.append(plots.where_measured(reference))
     c = data["counts"]
     what = "GPU kernels" if data.get("device_lane") == "cuda" else "ops, each run by the host"
     title = (f"Eager complex_activation, N={plots.pow2_label(data.get('N', 0))}: {c['ops']} aten ops issued → "

@@ -45,9 +45,7 @@ def short_sizes(workload: str, params: dict) -> str:
 
 def pow_text(v: int) -> str:
     """``2^k`` for a power of two from 1024 up, else with thousands separators."""
-    if v >= 1024 and v & (v - 1) == 0:
-        return f"2^{int(math.log2(v))}"
-    return f"{v:,}"
+    return plots.pow2_label(v, smallest=1024)
 
 
 # =======================================================================================
@@ -75,7 +73,7 @@ def _fmt_rate(x: float, unit: str) -> str:
 
 
 def _ref_name(reference: dict[str, Any]) -> str:
-    return reference.get("machine_short") or "recorded"
+    return plots.where_measured(reference)
 
 
 def _unit(seconds: float) -> tuple[float, str]:
