@@ -17,7 +17,7 @@ from PIL import Image
 
 import demos  # noqa: F401  (environment before torch/JAX)
 from demos import topics
-from demos.engine import plots
+from demos.engine import figure_slots, plots
 from demos.engine.results import Record
 
 DEMOS = [d for d in topics.load() if d.measured_in != "worker"]
@@ -74,11 +74,11 @@ def test_a_reused_figure_draws_what_a_new_one_draws(demo, record):
     for v, px in zip(variants, fresh):
         assert (_matplotlib_pixels(_fig(demo.figure(*copy.deepcopy(v)))) == px).all(), demo.key
 
-    slot = plots.FigureSlot()
+    slot = figure_slots.FigureSlot()
     order = list(range(len(variants))) + [0, 0] + list(range(len(variants)))[::-1]
     figures = set()
     for step, i in enumerate(order):
-        with plots.drawing_into(slot):
+        with figure_slots.drawing_into(slot):
             fig = _fig(demo.figure(*copy.deepcopy(variants[i])))
         figures.add(id(fig))
         layouts = fig.get_layout_engine().runs
@@ -95,12 +95,12 @@ def test_a_reused_figure_draws_what_a_new_one_draws(demo, record):
 
 
 def test_a_second_figure_in_one_redraw_is_a_new_one():
-    slot = plots.FigureSlot()
-    with plots.drawing_into(slot):
+    slot = figure_slots.FigureSlot()
+    with figure_slots.drawing_into(slot):
         a, _ = plots.figure()
         b, _ = plots.figure()
     assert a is not b
-    with plots.drawing_into(slot):
+    with figure_slots.drawing_into(slot):
         c, _ = plots.figure()
     assert c is a and slot.reused == 1
     d, _ = plots.figure()  # outside a panel's redraw: always new
@@ -108,9 +108,9 @@ def test_a_second_figure_in_one_redraw_is_a_new_one():
 
 
 def test_what_a_figure_function_adds_goes_before_the_next_redraw():
-    slot = plots.FigureSlot()
+    slot = figure_slots.FigureSlot()
     for n in (1, 2, 3):
-        with plots.drawing_into(slot):
+        with figure_slots.drawing_into(slot):
             fig, ax = plots.figure()
             ax.plot([1, 2, 3], [n, n, n], label=f"n={n}")
             ax.legend()
@@ -125,21 +125,21 @@ def test_what_a_figure_function_adds_goes_before_the_next_redraw():
 
 
 def test_a_figure_that_cannot_be_emptied_is_replaced_by_a_new_one(monkeypatch):
-    slot = plots.FigureSlot()
-    with plots.drawing_into(slot):
+    slot = figure_slots.FigureSlot()
+    with figure_slots.drawing_into(slot):
         first, _ = plots.figure()
 
     def broken(fig):
         raise AttributeError("a matplotlib this code does not know")
 
-    monkeypatch.setattr(plots, "_empty", broken)
-    with plots.drawing_into(slot):
+    monkeypatch.setattr(plots, "empty", broken)
+    with figure_slots.drawing_into(slot):
         second, ax = plots.figure()
         ax.plot([0, 1], [0, 1])
     assert second is not first and slot.reused == 0
     assert plots.to_png(second)[:8] == b"\x89PNG\r\n\x1a\n"
     monkeypatch.undo()
-    with plots.drawing_into(slot):
+    with figure_slots.drawing_into(slot):
         third, _ = plots.figure()
     assert third is second and slot.reused == 1
 
@@ -160,7 +160,7 @@ def test_the_tick_patch_is_in_place_only_while_to_png_draws():
     assert r.returncode == 0, r.stderr
 
     own = Axis.__dict__["_update_ticks"]
-    assert own.__module__ == "matplotlib.axis" and own is not plots._update_ticks_once
+    assert own.__module__ == "matplotlib.axis" and own is not figure_slots._update_ticks_once
     seen = []
 
     class Probe(Artist):
@@ -177,9 +177,9 @@ def test_the_tick_patch_is_in_place_only_while_to_png_draws():
     probe.set_in_layout(False)
     fig.add_artist(probe)
     png = plots.to_png(fig)
-    assert seen == [plots._update_ticks_once] and png[:8] == b"\x89PNG\r\n\x1a\n"
-    assert Axis.__dict__["_update_ticks"] is own and plots._TICKS is None
+    assert seen == [figure_slots._update_ticks_once] and png[:8] == b"\x89PNG\r\n\x1a\n"
+    assert Axis.__dict__["_update_ticks"] is own and figure_slots._TICKS is None
     probe.fail = True
     with pytest.raises(RuntimeError):
         plots.to_png(fig)
-    assert seen[-1] is plots._update_ticks_once and Axis.__dict__["_update_ticks"] is own and plots._TICKS is None
+    assert seen[-1] is figure_slots._update_ticks_once and Axis.__dict__["_update_ticks"] is own and figure_slots._TICKS is None

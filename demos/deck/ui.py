@@ -20,7 +20,8 @@ from typing import Any, Callable
 
 from demos.engine.env import static_mode
 from demos.engine.errors import one_line, release_memory
-from demos.engine.plots import FigureSlot, drawing_into, message_figure, to_png
+from demos.engine.figure_slots import FigureSlot, drawing_into
+from demos.engine.plots import message_figure, to_png
 
 Progress = Callable[[float, str], None]
 # what a panel says after the kernel was interrupted mid-measurement (it is ready again at once)

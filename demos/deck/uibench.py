@@ -55,7 +55,7 @@ def bench_panel(panel, repeats: int = 6) -> list[dict[str, Any]]:
 
 
 def _layouts(panel) -> int:
-    """How many times the panel's reused figures have been laid out (`plots.SlotLayout`)."""
+    """How many times the panel's reused figures have been laid out (`figure_slots.SlotLayout`)."""
     slot = getattr(panel, "slot", None)
     figures = slot.figures.values() if slot is not None else ()
     return sum(getattr(fig.get_layout_engine(), "runs", 0) for fig, _axes in figures)
