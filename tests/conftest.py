@@ -8,10 +8,10 @@ import pytest
 
 # The tests keep `make warm`-style results in a folder of their own (never the developer's .cache/last,
 # so no test depends on whether `make warm` ran); kernels the tests start inherit it.
-if "DEMOS_KEPT_DIR" not in os.environ:
+if "DEMOS_WARMED_DIR" not in os.environ:
     import tempfile
 
-    os.environ["DEMOS_KEPT_DIR"] = tempfile.mkdtemp(prefix="jitdeck-kept-")
+    os.environ["DEMOS_WARMED_DIR"] = tempfile.mkdtemp(prefix="jitdeck-warmed-")
 
 import demos  # noqa: F401  (environment before torch/JAX)
 

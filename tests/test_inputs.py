@@ -134,7 +134,7 @@ def _bad_settings(tmp_path) -> dict[str, list[str]]:
         "DEMOS_DEBUG": ["verbose"],
         "DEMOS_PRESENT_QUIET": ["quiet"],
         "DEMOS_CACHE_DIR": [str(a_file)],
-        "DEMOS_KEPT_DIR": [str(a_file)],
+        "DEMOS_WARMED_DIR": [str(a_file)],
         "DEMOS_JAX_CACHE_DIR": [str(a_file)],
         "DEMOS_BUILD_DIR": [str(a_file)],
         "DEMOS_CHROMIUM": [str(tmp_path / "no-such-browser"), str(plain)],

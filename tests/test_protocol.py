@@ -275,7 +275,7 @@ def test_the_tests_keep_results_in_a_folder_of_their_own():
     from demos.deck.demo import WARMED_DIR
     from demos.engine.env import CACHE_ROOT
 
-    assert os.environ["DEMOS_KEPT_DIR"] and WARMED_DIR != CACHE_ROOT / "last"
+    assert os.environ["DEMOS_WARMED_DIR"] and WARMED_DIR != CACHE_ROOT / "warmed"
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")

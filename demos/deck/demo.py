@@ -53,7 +53,7 @@ from typing import Any, Callable, NamedTuple, Sequence
 from demos.deck.controls import (Choice, Code, Control, Float, Int, Pow2, Pow2Range,  # noqa: F401 (the declaration's vocabulary)
                                  _show, _whole)
 from demos.engine import plots
-from demos.engine.env import KEPT_DIR, package_digest
+from demos.engine.env import WARMED_DIR, package_digest
 from demos.engine.errors import DemoError
 from demos.engine.measurement import Progress, Run
 from demos.engine.protocol import Conditions, forget_all
@@ -421,9 +421,6 @@ def _jsonable(o: Any) -> Any:
 # =======================================================================================
 # The result `make warm` measured for a demo that opens warmed
 # =======================================================================================
-WARMED_DIR = KEPT_DIR
-
-
 def _warmed_path(demo: Demo) -> Path:
     from demos.engine.devices import torch_device
 

@@ -7,9 +7,9 @@ from pathlib import Path
 from demos.engine.settings import PROJECT_ROOT, at_import, get
 
 CACHE_ROOT = Path(at_import("DEMOS_CACHE_DIR") or PROJECT_ROOT / ".cache")
-# Results `make warm` keeps for the panels that open on them (DEMOS_KEPT_DIR moves them alone:
+# Results `make warm` stores for the panels that open on them (DEMOS_WARMED_DIR moves them alone:
 # the tests keep theirs in a temporary folder, never the developer's).
-KEPT_DIR = Path(at_import("DEMOS_KEPT_DIR") or CACHE_ROOT / "last")
+WARMED_DIR = Path(at_import("DEMOS_WARMED_DIR") or CACHE_ROOT / "warmed")
 # Packages whose version changes what the deck measures or compiles.
 VERSIONED = ("torch", "jax", "jaxlib")
 
@@ -30,7 +30,7 @@ def package_digest(skip: tuple[str, ...] = (), with_versions: bool = False, extr
                    root: Path = PROJECT_ROOT) -> str:
     """A hash of every module of the ``demos`` package under ``root`` (paths under ``demos/``
     starting with one of ``skip`` left out), optionally with the torch/JAX versions and ``extra``
-    (a device): what a kept result, a warm cache or an executed export depends on. Computed once
+    (a device): what a warm result, a warm cache or an executed export depends on. Computed once
     per process for this checkout (its modules are loaded once)."""
     key = (skip, with_versions, extra)
     if root != PROJECT_ROOT or key not in _DIGESTS:
