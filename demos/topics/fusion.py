@@ -22,11 +22,10 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from demos.engine.devices import BACKENDS
 from demos.deck.claims import Claim, Claims
 from demos.deck.demo import Choice, Configs, Demo, Pow2
 from demos.engine import plots
-from demos.engine.devices import device_kind, require_jax, torch_device
+from demos.engine.devices import BACKENDS, device_kind, require_jax, torch_device
 from demos.engine.errors import DemoError
 from demos.engine.measurement import Run
 from demos.engine.timing import sync_jax
