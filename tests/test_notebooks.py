@@ -105,6 +105,7 @@ def _live_headless(name):
     return cells, figures, msg
 
 
+@pytest.mark.timing
 def test_a_missed_wakeup_costs_one_slice_not_the_timeout():
     """The channel poll that stalled headless live execution: a message that was there all along
     but is only seen when a poll's timeout fires. Polled in slices, it arrives after one slice.

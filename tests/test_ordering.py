@@ -130,6 +130,7 @@ def in_a_fresh_process():
 
 
 @pytest.mark.slow
+@pytest.mark.timing  # speed claims: a failing demo is measured once more (see above)
 @pytest.mark.parametrize("key", KEYS)
 def test_counts_and_claims_are_the_same_in_any_order(key, in_one_process, in_a_fresh_process):
     fresh = in_a_fresh_process(key)
