@@ -1,6 +1,10 @@
-"""Shared fixtures: executed notebooks (each part runs once per session), GPU skips."""
+"""Shared fixtures: executed notebooks (each part runs headless once per session, for the notebook,
+export and figure tests), the slideshow walked in a real browser (each deck once per session, for
+the browser and the live-widget tests), GPU skips."""
 from __future__ import annotations
 
+import contextlib
+import json
 import os
 from pathlib import Path
 
@@ -31,7 +35,9 @@ def pytest_collection_modifyitems(config, items):
 
 
 def executed_notebook(name: str, timeout: int = 1200):
-    """Execute slides/<name> headless once per test session; returns (nb, seconds)."""
+    """Execute slides/<name> headless once per test session (static figures, as `make pdf` does);
+    returns (nb, seconds). The notebook tests check it and the export converts it: no part is
+    executed headless twice in a session (each execution is a line of notebook-times.txt)."""
     from demos.deck.nbtools import SLIDES_DIR, execute
 
     path = SLIDES_DIR / name
@@ -39,8 +45,210 @@ def executed_notebook(name: str, timeout: int = 1200):
         nb, secs = execute(path, timeout=timeout)
         _EXECUTED[name] = (nb, secs)
         ARTIFACTS.mkdir(exist_ok=True)
-        (ARTIFACTS / "notebook-times.txt").open("a").write(f"{name}\t{secs:.1f} s\n")
+        with (ARTIFACTS / "notebook-times.txt").open("a") as f:
+            f.write(f"{name}\t{secs:.1f} s\n")
     return _EXECUTED[name]
+
+
+# -- the slideshow in a real browser --------------------------------------------------------
+# test_browser.py walks every deck in RISE with every code cell run in a live kernel (what a
+# lecture does); test_notebooks.py reads the same walk for its live-widget checks. Each deck is
+# walked once per session, by whichever test asks first.
+FIXTURE_DECK = "tests/fixtures/sample_deck.ipynb"
+_WALKED: dict[str, dict | Exception] = {}
+# the console messages and requests of the walks done outside test_browser.py's browser
+WALKED_ELSEWHERE: dict[str, list] = {"console": [], "requests": []}
+
+
+def require_browser() -> str:
+    """Debian's chromium and Playwright, or a skip (a failure under CI=true)."""
+    from demos.deck import export
+    from demos.engine.errors import DemoError
+
+    try:
+        exe = export.chromium_path()
+        import playwright.sync_api  # noqa: F401
+    except (DemoError, ImportError) as exc:
+        if in_ci():
+            pytest.fail(f"CI=true and the browser is missing: {exc}")
+        pytest.skip(f"no headless browser here: {exc}")
+    return exe
+
+
+def browser_here() -> bool:
+    """Whether the browser is here (:func:`require_browser`): False where it would skip; under
+    CI=true a missing browser fails."""
+    try:
+        require_browser()
+    except pytest.skip.Exception:
+        return False
+    return True
+
+
+@contextlib.contextmanager
+def jupyter_server():
+    """The Jupyter server `make present` starts, on a free port (stopped on leaving)."""
+    import time
+
+    from demos.deck import present
+
+    require_browser()
+    os.environ.pop("JUPYTER_TOKEN", None)
+    p = present.plan(FIXTURE_DECK, port=present.free_port())
+    t0 = time.perf_counter()
+    proc = present.start(p)
+    try:
+        present.wait_ready(p, proc, timeout=180)
+        p.extra["ready_s"] = time.perf_counter() - t0
+        p.extra["started_at"] = t0
+        yield p
+    finally:
+        present.stop(proc)
+
+
+@contextlib.contextmanager
+def chromium():
+    """Headless chromium that records every request (``ctx.requests``) and every console error
+    and failed request, by origin (``ctx.console``; ``ctx.where['part']`` tags them)."""
+    from demos.deck import export
+    from demos.deck.walk import watch_console
+
+    requests: list[str] = []
+    with export.browser() as ctx:
+        ctx.on("request", lambda r: requests.append(r.url))
+        ctx.requests = requests
+        ctx.console, ctx.where = [], {}
+        watch_console(ctx, ctx.console, ctx.where)
+        yield ctx
+
+
+@pytest.fixture(scope="module")
+def server():
+    with jupyter_server() as p:
+        yield p
+
+
+@pytest.fixture(scope="module")
+def browser_ctx(server):
+    with chromium() as ctx:
+        yield ctx
+
+
+def run_cells_on_slide(page, timeout_s: float = 300) -> float:
+    """Run every code cell of the current slide the way a lecturer does (click, Ctrl-Enter: run in
+    place) and wait until each has finished. Returns the seconds it took."""
+    import re
+    import time
+
+    t0 = time.perf_counter()
+    cells = page.locator(".reveal .slides section.present:not(.stack) .jp-CodeCell")
+    for i in range(cells.count()):
+        cell = cells.nth(i)
+        if not cell.is_visible():
+            continue
+        cell.locator(".jp-InputArea-editor").click()
+        page.keyboard.press("Control+Enter")
+        page.keyboard.press("Escape")
+        prompt = cell.locator(".jp-InputPrompt")
+        while True:
+            text = prompt.text_content() or ""
+            if re.search(r"\[\d+\]", text):
+                break
+            if time.perf_counter() - t0 > timeout_s:
+                raise AssertionError(f"a cell did not finish within {timeout_s:.0f} s: {cell.inner_text()[:80]!r}")
+            time.sleep(0.25)
+    time.sleep(0.5)  # let the widgets lay out
+    return time.perf_counter() - t0
+
+
+def walk(page, expected: int, shots: Path | None, run: bool = False) -> list[dict]:
+    """Every distinct slide once, with the furthest its content reached over its fragments.
+    With ``run``, every code cell is executed when its slide comes up (as in a lecture), and the
+    slide's reading carries ``cells``: what each code cell shows once it ran (walk.CELLS)."""
+    from demos.deck.walk import CURRENT, cell_facts, step_through
+
+    order: list[str] = []
+    seen: dict[str, dict] = {}
+
+    def on_new(cur: dict) -> dict | None:
+        if run and cur["prompts"]:
+            ran = run_cells_on_slide(page)
+            cells = cell_facts(page)
+            cur = {**page.evaluate(CURRENT), "run_s": ran, "cells": cells}
+        order.append(cur["id"])
+        if shots is not None:
+            page.screenshot(path=str(shots / f"{len(order):02d}-{cur['id']}.png"))
+        return cur
+
+    for cur in step_through(page, expected, on_new):
+        prev = seen.get(cur["id"])
+        if prev is None or cur["bottom"] > prev["bottom"]:
+            seen[cur["id"]] = {**(prev or {}), **cur}
+    return [seen[i] for i in order]
+
+
+def walked_deck_for(notebook: str) -> dict:
+    """:func:`walked_deck` for a test outside test_browser.py: a deck not walked yet in this
+    session is walked with a server and a browser of its own, stopped when the walk is done (a
+    browser left open would hold Playwright's event loop over the tests that follow)."""
+    if notebook not in _WALKED:
+        with jupyter_server() as p, chromium() as ctx:
+            try:
+                return walked_deck(notebook, p, ctx)
+            finally:  # what test_browser.py checks of its own browser's walks, it checks of these too
+                WALKED_ELSEWHERE["console"] += ctx.console
+                WALKED_ELSEWHERE["requests"] += ctx.requests
+    return walked_deck(notebook, None, None)
+
+
+def walked_deck(notebook: str, server, ctx) -> dict:
+    """``notebook`` (a path from the project root) walked in RISE once per session: every slide,
+    every code cell run in the slideshow's kernel when its slide comes up. Returns ``visited``
+    (one reading per slide, walk.CURRENT), ``cells`` (every code cell that ran, in order,
+    walk.CELLS), ``expected`` (the notebook's slide count), ``math`` (typeset formulas on slide 2)
+    and the times; screenshots and times go to test-artifacts/browser/. A walk that failed fails
+    every test that reads it, with its error (it is not walked again)."""
+    import time
+
+    import nbformat
+
+    from demos.deck.nbtools import slide_count
+    from demos.deck.walk import open_slideshow, shutdown_kernels
+
+    if notebook in _WALKED:
+        got = _WALKED[notebook]
+        if isinstance(got, Exception):
+            raise AssertionError(f"the walk of {notebook} failed earlier in this session: {got!r}") from got
+        return got
+    try:
+        expected = slide_count(nbformat.read(str(ROOT / notebook), as_version=4))
+        out = ARTIFACTS / "browser"
+        shots = out / Path(notebook).stem
+        shots.mkdir(parents=True, exist_ok=True)
+        ctx.where["part"] = Path(notebook).stem
+        page, first = open_slideshow(ctx, server, notebook)
+        try:
+            with open(out / "first-slide-times.txt", "a") as f:
+                f.write(f"{notebook}\tfirst slide shown {first:.1f} s after page load started"
+                        f" (server was ready {server.extra['ready_s']:.1f} s after start)\n")
+            t0 = time.perf_counter()
+            visited = walk(page, expected, shots, run=True)
+            walk_s = time.perf_counter() - t0
+            ran = sum(v.get("run_s", 0) for v in visited)
+            with open(out / "first-slide-times.txt", "a") as f:
+                f.write(f"{notebook}\twalked {len(visited)} slides in {walk_s:.0f} s, "
+                        f"running every code cell took {ran:.0f} s\n")
+            math = page.locator("#slide-2-0 mjx-container").count()
+        finally:
+            page.close()
+            shutdown_kernels(server)
+    except Exception as exc:
+        _WALKED[notebook] = exc
+        raise
+    _WALKED[notebook] = {"visited": visited, "cells": [c for v in visited for c in v.get("cells", [])],
+                         "expected": expected, "math": math, "first_s": first, "walk_s": walk_s, "run_s": ran}
+    (out / f"{Path(notebook).stem}-cells.json").write_text(json.dumps(_WALKED[notebook]["cells"], indent=1))
+    return _WALKED[notebook]
 
 
 @pytest.fixture

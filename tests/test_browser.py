@@ -8,113 +8,26 @@ Without chromium these tests skip with a reason; under CI=true that is a failure
 """
 from __future__ import annotations
 
-import os
-import re
 import time
 from pathlib import Path
 
 import nbformat
 import pytest
 
-from demos.deck import export, present
-from demos.engine.errors import DemoError
-from demos.deck.nbtools import parts, slide_count
-from demos.deck.walk import CURRENT, console_report, open_slideshow, step_through, watch_console
+from demos.deck.nbtools import parts
+from demos.deck.walk import CURRENT, console_report, open_slideshow
 from demos.deck.walk import shutdown_kernels as _shutdown_kernels
 
-from conftest import in_ci
+from conftest import FIXTURE_DECK, WALKED_ELSEWHERE, walked_deck  # (server, browser_ctx: fixtures there)
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
 
 ROOT = Path(__file__).resolve().parent.parent
-FIXTURE = "tests/fixtures/sample_deck.ipynb"
+FIXTURE = FIXTURE_DECK
 SLIDE_W, SLIDE_H, SLACK = 1280, 720, 2
 # ipywidgets 8 draws sliders with noUiSlider
 SLIDER_TRACK = ".jitdeck-panel .widget-slider .noUi-target"
 SLIDER_HANDLE = ".jitdeck-panel .widget-slider .noUi-handle"
-
-def require_browser() -> str:
-    try:
-        exe = export.chromium_path()
-        import playwright.sync_api  # noqa: F401
-    except (DemoError, ImportError) as exc:
-        if in_ci():
-            pytest.fail(f"CI=true and the browser is missing: {exc}")
-        pytest.skip(f"no headless browser here: {exc}")
-    return exe
-
-
-@pytest.fixture(scope="module")
-def server():
-    require_browser()
-    os.environ.pop("JUPYTER_TOKEN", None)
-    p = present.plan(FIXTURE, port=present.free_port())
-    t0 = time.perf_counter()
-    proc = present.start(p)
-    try:
-        present.wait_ready(p, proc, timeout=180)
-        p.extra["ready_s"] = time.perf_counter() - t0
-        p.extra["started_at"] = t0
-        yield p
-    finally:
-        present.stop(proc)
-
-
-@pytest.fixture(scope="module")
-def browser_ctx(server):
-    requests: list[str] = []
-    with export.browser() as ctx:
-        ctx.on("request", lambda r: requests.append(r.url))
-        ctx.requests = requests
-        ctx.console, ctx.where = [], {}
-        watch_console(ctx, ctx.console, ctx.where)  # every console error and failed request, by origin
-        yield ctx
-
-
-def run_cells_on_slide(page, timeout_s: float = 300) -> float:
-    """Run every code cell of the current slide the way a lecturer does (click, Ctrl-Enter: run in
-    place) and wait until each has finished. Returns the seconds it took."""
-    t0 = time.perf_counter()
-    cells = page.locator(".reveal .slides section.present:not(.stack) .jp-CodeCell")
-    for i in range(cells.count()):
-        cell = cells.nth(i)
-        if not cell.is_visible():
-            continue
-        cell.locator(".jp-InputArea-editor").click()
-        page.keyboard.press("Control+Enter")
-        page.keyboard.press("Escape")
-        prompt = cell.locator(".jp-InputPrompt")
-        while True:
-            text = prompt.text_content() or ""
-            if re.search(r"\[\d+\]", text):
-                break
-            if time.perf_counter() - t0 > timeout_s:
-                raise AssertionError(f"a cell did not finish within {timeout_s:.0f} s: {cell.inner_text()[:80]!r}")
-            time.sleep(0.25)
-    time.sleep(0.5)  # let the widgets lay out
-    return time.perf_counter() - t0
-
-
-def walk(page, expected: int, shots: Path | None, run: bool = False) -> list[dict]:
-    """Every distinct slide once, with the furthest its content reached over its fragments.
-    With ``run``, every code cell is executed when its slide comes up (as in a lecture)."""
-    order: list[str] = []
-    seen: dict[str, dict] = {}
-
-    def on_new(cur: dict) -> dict | None:
-        if run and cur["prompts"]:
-            ran = run_cells_on_slide(page)
-            cur = {**page.evaluate(CURRENT), "run_s": ran}
-        order.append(cur["id"])
-        if shots is not None:
-            page.screenshot(path=str(shots / f"{len(order):02d}-{cur['id']}.png"))
-        return cur
-
-    for cur in step_through(page, expected, on_new):
-        prev = seen.get(cur["id"])
-        if prev is None or cur["bottom"] > prev["bottom"]:
-            seen[cur["id"]] = {**(prev or {}), **cur}
-    return [seen[i] for i in order]
 
 
 def decks() -> list[str]:
@@ -123,35 +36,20 @@ def decks() -> list[str]:
 
 @pytest.mark.parametrize("notebook", decks())
 def test_every_slide_fits_and_shows_no_error(server, browser_ctx, artifacts, notebook):
-    nb = nbformat.read(str(ROOT / notebook), as_version=4)
-    expected = slide_count(nb)
-    shots = artifacts / "browser" / Path(notebook).stem
-    shots.mkdir(parents=True, exist_ok=True)
-    browser_ctx.where["part"] = Path(notebook).stem
-    page, first = open_slideshow(browser_ctx, server, notebook)
-    try:
-        with open(artifacts / "browser" / "first-slide-times.txt", "a") as f:
-            f.write(f"{notebook}\tfirst slide shown {first:.1f} s after page load started"
-                    f" (server was ready {server.extra['ready_s']:.1f} s after start)\n")
-        t0 = time.perf_counter()
-        visited = walk(page, expected, shots, run=True)
-        with open(artifacts / "browser" / "first-slide-times.txt", "a") as f:
-            ran = sum(v.get("run_s", 0) for v in visited)
-            f.write(f"{notebook}\twalked {len(visited)} slides in {time.perf_counter() - t0:.0f} s, "
-                    f"running every code cell took {ran:.0f} s\n")
-        ids = [v["id"] for v in visited]
-        assert len(ids) == expected, f"{notebook}: walked {len(ids)} slides {ids}, the notebook has {expected}"
-        assert visited[-1]["num"].startswith(f"{expected}/"), visited[-1]
-        for v in visited:
-            assert (v["width"], v["height"]) == (SLIDE_W, SLIDE_H), v
-            assert v["bottom"] <= SLIDE_H + SLACK, f"{notebook} {v['id']} overflows: content reaches y={v['bottom']:.0f}"
-            assert v["right"] <= SLIDE_W + SLACK, f"{notebook} {v['id']} overflows: content reaches x={v['right']:.0f}"
-            assert not v["errors"], f"{notebook} {v['id']} shows an error: {v['errors']}"
-        if notebook == FIXTURE:  # math is typeset locally (JupyterLab's MathJax 3), nothing fetched
-            assert page.locator("#slide-2-0 mjx-container").count() >= 1
-    finally:
-        page.close()
-        _shutdown_kernels(server)
+    """Every slide walked, every code cell run when its slide comes up (conftest.walked_deck: the
+    same walk test_notebooks.py reads for its live-widget checks)."""
+    walked = walked_deck(notebook, server, browser_ctx)
+    visited, expected = walked["visited"], walked["expected"]
+    ids = [v["id"] for v in visited]
+    assert len(ids) == expected, f"{notebook}: walked {len(ids)} slides {ids}, the notebook has {expected}"
+    assert visited[-1]["num"].startswith(f"{expected}/"), visited[-1]
+    for v in visited:
+        assert (v["width"], v["height"]) == (SLIDE_W, SLIDE_H), v
+        assert v["bottom"] <= SLIDE_H + SLACK, f"{notebook} {v['id']} overflows: content reaches y={v['bottom']:.0f}"
+        assert v["right"] <= SLIDE_W + SLACK, f"{notebook} {v['id']} overflows: content reaches x={v['right']:.0f}"
+        assert not v["errors"], f"{notebook} {v['id']} shows an error: {v['errors']}"
+    if notebook == FIXTURE:  # math is typeset locally (JupyterLab's MathJax 3), nothing fetched
+        assert walked["math"] >= 1
 
 
 def _go_to_cell(page, text: str, limit: int = 80) -> None:
@@ -272,15 +170,16 @@ def test_the_slideshow_logs_no_console_error_from_any_origin(browser_ctx, artifa
     """After every part was walked and run: no console error, page error or failed request from
     any origin, the deck's own files, RISE's bundle, JupyterLab or the widgets (warnings are
     listed in test-artifacts/browser/console.md, not failed on)."""
-    report = console_report(browser_ctx.console)
+    console = browser_ctx.console + WALKED_ELSEWHERE["console"]  # a deck test_notebooks.py walked first
+    report = console_report(console)
     (artifacts / "browser" / "console.md").write_text(report)
-    errors = [c for c in browser_ctx.console if c["kind"] != "console.warning"]
+    errors = [c for c in console if c["kind"] != "console.warning"]
     assert not errors, report
 
 
 def test_no_request_left_localhost(server, browser_ctx):
     """Runs last in this module: every request the slideshow made went to the local server."""
-    urls = browser_ctx.requests
+    urls = browser_ctx.requests + WALKED_ELSEWHERE["requests"]
     assert urls, "the browser made no request at all"
     hosts = {u.split("/")[2].split(":")[0] for u in urls if u.startswith(("http://", "https://", "ws://", "wss://"))}
     assert hosts <= {"127.0.0.1", "localhost"}, f"requests left the machine: {sorted(hosts)}"

@@ -102,6 +102,7 @@ def test_environment_yml_agrees_with_pyproject():
 
 
 @pytest.mark.gpu
+@pytest.mark.timing
 def test_gpu_device_and_cuda_event_timing():
     import torch
 

@@ -1,8 +1,10 @@
 """`make html` and `make pdf`: offline reveal.js slides and one PDF page per slide, every figure there.
 
-The sample deck (tests/fixtures) and every part in slides/ are exported once per session (parts
-reuse the executions of conftest.executed_notebook), served from 127.0.0.1 and printed by
-headless Debian chromium; the page PNGs land in test-artifacts/export/.
+The sample deck (tests/fixtures) and every part in slides/ are exported once per session by the
+pipeline `make pdf` runs (export.build_pdf: HTML, served from 127.0.0.1, printed by headless Debian
+chromium, united), except that the parts are not executed again: build_pdf is handed the session's
+one headless execution of each part (conftest.executed_notebook, which the notebook tests check).
+The page PNGs land in test-artifacts/export/.
 """
 from __future__ import annotations
 
@@ -96,26 +98,23 @@ def _page_of_cells(nb) -> list[int | None]:
 def exported(tmp_path_factory):
     require_browser()
     ex = Exported(tmp_path_factory.mktemp("export"))
-    ex.html_dir.mkdir()
-    ex.pdf_dir.mkdir()
-    export.copy_assets(ex.html_dir)
-    notebooks = [(FIXTURE, None)] + [(p, p.name) for p in parts()]
-    for path, part_name in notebooks:
-        if part_name:
-            nb, secs = executed_notebook(part_name)
-        else:
-            nb, secs, _ = export.execute_part(path, cache_dir=ex.root / "executed")
-        html = export.to_slides_html(nb, ex.html_dir, path.stem)
-        ex.items.append({"name": path.stem, "nb": nb, "html": html, "slides": slide_count(nb), "execute_s": secs})
+    fixture_nb, fixture_s, _ = export.execute_part(FIXTURE, cache_dir=ex.root / "executed")
+    executed = {FIXTURE: (fixture_nb, fixture_s)}
+    executed.update({p: executed_notebook(p.name) for p in parts()})  # the session's one execution each
+    notebooks = [FIXTURE, *parts()]
     t0 = time.perf_counter()
+    built = export.build_pdf(notebooks, ex.pdf_dir, html_dir=ex.html_dir, executed=executed, requests=ex.requests)
+    ex.pdf_seconds = time.perf_counter() - t0
+    ex.lecture = Path(built["lecture"])
+    assert ex.lecture == ex.pdf_dir / "jit-lecture.pdf"
+    for path, d in zip(notebooks, built["parts"]):
+        assert d["name"] == path.stem
+        nb = executed[path][0]
+        ex.items.append({"name": d["name"], "nb": nb, "html": ex.html_dir / f"{d['name']}.slides.html",
+                         "slides": slide_count(nb), "execute_s": d["execute_s"], "pdf": Path(d["pdf"]),
+                         "pages": export.pdf_pages(Path(d["pdf"]))})
+    # The plain slideshow view too (not the print view): walk it and measure each slide.
     with export.serve(ex.html_dir) as base, export.browser() as ctx:
-        for it in ex.items:
-            it["pdf"] = export.print_pdf(ctx, base + it["html"].name, ex.pdf_dir / f"{it['name']}.pdf",
-                                         requests=ex.requests)
-            it["pages"] = export.pdf_pages(it["pdf"])
-        ex.lecture = export.unite([it["pdf"] for it in ex.items], ex.pdf_dir / "jit-lecture.pdf")
-        ex.pdf_seconds = time.perf_counter() - t0
-        # The plain slideshow view too (not the print view): walk it and measure each slide.
         page = ctx.new_page()
         page.on("request", lambda r: ex.requests.append(r.url))
         for it in ex.items:
@@ -129,7 +128,7 @@ def exported(tmp_path_factory):
     with open(out / "export-times.txt", "w") as f:
         for it in ex.items:
             f.write(f"{it['name']}\t{it['slides']} slides\t{it['pages']} pages\texecuted in {it['execute_s']:.1f} s\n")
-        f.write(f"PDF printing of {len(ex.items)} decks: {ex.pdf_seconds:.1f} s; "
+        f.write(f"HTML and PDF of {len(ex.items)} decks (executed already): {ex.pdf_seconds:.1f} s; "
                 f"lecture PDF {ex.lecture.stat().st_size / 1e6:.2f} MB\n")
     return ex
 

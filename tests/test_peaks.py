@@ -93,6 +93,7 @@ def _closest(xs: list[float]) -> float:
     return min(_agree(a, b) for a, b in zip(xs, xs[1:]))
 
 
+@pytest.mark.timing
 def test_peaks_are_plausible_and_stable():
     """Three measurements in a row: each plausible, and the two closest agree within the tolerance.
     One busy spell of another process on a shared 2-core box (seen in CI: 58 % off once) can
@@ -146,6 +147,7 @@ def test_bandwidth_runs_with_the_threads_asked_and_restores_the_deck_setting():
 # GPU forms (run with `pytest -m gpu` on a GPU machine)
 # ---------------------------------------------------------------------------------------
 @pytest.mark.gpu
+@pytest.mark.timing
 def test_gpu_peaks_are_stable_and_bandwidth_near_the_spec_sheet():
     a = pk.measure_peaks(("float32",), budget_s=0.5)
     b = pk.measure_peaks(("float32",), budget_s=0.5)

@@ -5,6 +5,7 @@ import pytest
 from demos.engine.timing import Timing, first_call, fmt_seconds, measure, quantile, timing_overhead
 
 
+@pytest.mark.timing
 def test_sleep_10ms_measures_at_least_10ms_and_not_grossly_more():
     t = measure(lambda: time.sleep(0.010), budget_s=0.15, min_samples=5)
     assert 0.010 <= t.median < 0.020, t
@@ -12,6 +13,7 @@ def test_sleep_10ms_measures_at_least_10ms_and_not_grossly_more():
     assert t.n >= 5
 
 
+@pytest.mark.timing
 def test_clock_stops_only_after_sync():
     # An "asynchronous" op: dispatch returns at once, the work finishes at sync time.
     class Future:
@@ -22,17 +24,20 @@ def test_clock_stops_only_after_sync():
     assert t.median >= 0.005, "measure stopped the clock before synchronising"
 
 
+@pytest.mark.timing
 def test_without_sync_async_work_is_under_reported():
     t_nosync = measure(lambda: object(), budget_s=0.02)
     assert t_nosync.median < 0.001
 
 
+@pytest.mark.timing
 def test_fast_calls_are_batched_and_per_call_time_reported():
     t = measure(lambda: sum(range(10)), budget_s=0.05)
     assert t.inner > 1
     assert t.median < 1e-4
 
 
+@pytest.mark.timing
 def test_first_call_is_kept_apart_from_steady_state():
     state = {"first": True}
 
@@ -47,6 +52,7 @@ def test_first_call_is_kept_apart_from_steady_state():
     assert out == 1 and first >= 0.05 and steady.median < 0.005
 
 
+@pytest.mark.timing
 def test_timing_overhead_is_small():
     # Target (benchmark, reported): < 5 µs per call. Generous bound here for a shared CI box.
     assert timing_overhead() < 20e-6

@@ -12,7 +12,10 @@ headless chromium driven by Playwright for Python on reveal.js's ``?print-pdf`` 
 per slide and sub-slide, fragments not split) → ``pdfunite`` for the whole lecture.
 
 Executed notebooks are cached in ``build/executed/`` (keyed on the notebook, demos/ and the
-results file), so ``make pdf`` after ``make html`` does not execute the parts again.
+results file), so ``make pdf`` after ``make html`` does not execute the parts again. A caller that
+has executed a part already (the tests: one headless execution per part and session, shared by the
+notebook, export and figure tests) hands it to :func:`build_html` / :func:`build_pdf` as
+``executed`` and it is converted as it is.
 """
 from __future__ import annotations
 
@@ -30,6 +33,7 @@ import sys
 import threading
 import time
 from pathlib import Path
+from typing import Any, Mapping
 
 from demos.deck.demo import WARMED_DIR
 from demos.engine.env import PROJECT_ROOT, package_digest
@@ -379,26 +383,38 @@ def select_parts(spec: str | None, notebooks: list[Path] | None = None) -> list[
 
 
 def build_html(notebooks: list[Path], out: Path | None = None, results: Path | None = None,
-               force: bool = False, placeholders: bool = False) -> list[dict]:
-    """Execute + convert each notebook; returns one dict per part (name, html, seconds, slides)."""
+               force: bool = False, placeholders: bool = False,
+               executed: Mapping[Path, tuple[Any, float]] | None = None) -> list[dict]:
+    """Execute + convert each notebook; returns one dict per part (name, html, seconds, slides).
+
+    ``executed``: notebooks already executed headless the way :func:`execute_part` executes them
+    (with these ``results``), as ``{path: (notebook, seconds)}``; those are converted as they are,
+    not executed again (nor looked up in, or written to, build/executed). Without it (``make html``,
+    ``make pdf``) every part goes through :func:`execute_part`."""
     from demos.deck.nbtools import slide_count
 
     out = out or (BUILD / "html")
     out.mkdir(parents=True, exist_ok=True)
     copy_assets(out)
+    given = {Path(k).resolve(): v for k, v in (executed or {}).items()}
     done = []
     for i, nb_path in enumerate(notebooks, 1):
         t0 = time.perf_counter()
-        log(f"[{i}/{len(notebooks)}] {nb_path.name}: executing"
-            + (f" with recorded results {results.name}" if results else " (live, this machine)") + "…")
-        nb, secs, cached = execute_part(nb_path, results, force=force)
+        if nb_path.resolve() in given:
+            nb, secs = given[nb_path.resolve()]
+            cached = "given"
+            log(f"[{i}/{len(notebooks)}] {nb_path.name}: executed already (in {secs:.0f} s)")
+        else:
+            log(f"[{i}/{len(notebooks)}] {nb_path.name}: executing"
+                + (f" with recorded results {results.name}" if results else " (live, this machine)") + "…")
+            nb, secs, cached = execute_part(nb_path, results, force=force)
         if results:
             lacking = placeholder_figures(nb)
             if lacking:
                 _lacking(results, [f"{nb_path.name[:2]}:{k}" for k in lacking], placeholders)
         html = to_slides_html(nb, out, nb_path.stem)
         n = slide_count(nb)
-        log(f"[{i}/{len(notebooks)}] {nb_path.name}: {'cached' if cached else f'executed in {secs:.0f} s'}, "
+        log(f"[{i}/{len(notebooks)}] {nb_path.name}: {'executed already' if cached == 'given' else 'cached' if cached else f'executed in {secs:.0f} s'}, "
             f"{n} slides → {html.relative_to(PROJECT_ROOT) if html.is_relative_to(PROJECT_ROOT) else html} "
             f"({time.perf_counter() - t0:.0f} s)")
         done.append({"name": nb_path.stem, "html": html, "execute_s": secs, "slides": n,
@@ -409,7 +425,10 @@ def build_html(notebooks: list[Path], out: Path | None = None, results: Path | N
 
 def build_pdf(notebooks: list[Path], out: Path | None = None, results: Path | None = None,
               html_dir: Path | None = None, force: bool = False, lecture_name: str = "jit-lecture.pdf",
-              placeholders: bool = False) -> dict:
+              placeholders: bool = False, executed: Mapping[Path, tuple[Any, float]] | None = None,
+              requests: list | None = None) -> dict:
+    """:func:`build_html`, then each part printed to a PDF and the lecture united from them.
+    ``executed`` as in :func:`build_html`; ``requests`` collects every URL the printed pages asked for."""
     from demos.engine.outputs import output_file
 
     out = out or (BUILD / "pdf")
@@ -418,12 +437,12 @@ def build_pdf(notebooks: list[Path], out: Path | None = None, results: Path | No
         output_file(out / name, "pdf", "--out")
     html_dir = html_dir or (BUILD / "html")
     t0 = time.perf_counter()
-    parts_done = build_html(notebooks, html_dir, results, force=force, placeholders=placeholders)
+    parts_done = build_html(notebooks, html_dir, results, force=force, placeholders=placeholders, executed=executed)
     pdfs, report = [], []
     with serve(html_dir) as base, browser() as ctx:
         for i, d in enumerate(parts_done, 1):
             t1 = time.perf_counter()
-            pdf = print_pdf(ctx, base + d["html"].name, out / f"{d['name']}.pdf")
+            pdf = print_pdf(ctx, base + d["html"].name, out / f"{d['name']}.pdf", requests=requests)
             pages = pdf_pages(pdf)
             warn = "" if pages == d["slides"] else f"  ⚠ expected {d['slides']} pages"
             log(f"[{i}/{len(parts_done)}] {d['name']}.pdf: {pages} pages in {time.perf_counter() - t1:.0f} s{warn}")

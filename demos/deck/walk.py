@@ -66,6 +66,62 @@ FIGURE_SHOWN = """c => {
   return false;
 }"""
 
+# The code cells of the current slide once they ran: the last line of each, whether it displayed a
+# widget (a live cell's panel: a widget view rendered in the cell's output, not its text repr),
+# whether its panel shows a decoded figure, and the error and stderr outputs of the cell itself
+# (JupyterLab renders both as application/vnd.jupyter.stderr; those inside a widget are not the
+# cell's own: a panel shows a failure in its status line, `panel_error`). Only the cells a viewer
+# sees (no fragment still hidden).
+_OWN_OUTPUTS = """
+  const own = c => [...c.querySelectorAll('.jp-OutputArea-output')]
+      .filter(o => !o.parentElement.closest('.jp-OutputArea-output'));
+  const mime = o => o.getAttribute('data-mime-type') || '';
+  const isWidget = o => mime(o) === 'application/vnd.jupyter.widget-view+json'
+      || [...o.children].some(k => k.classList.contains('jupyter-widgets'));
+  const sec = [...document.querySelectorAll('.reveal .slides section.present')]
+      .filter(s => !s.classList.contains('stack'))[0];
+  const cells = sec ? [...sec.querySelectorAll('.jp-CodeCell')].filter(c => c.getClientRects().length
+      && getComputedStyle(c).visibility !== 'hidden') : [];
+"""
+CELLS = "() => {" + _OWN_OUTPUTS + """
+  return cells.map(c => {
+    const img = c.querySelector('.jitdeck-panel .jp-OutputArea-output img');
+    const code = (c.querySelector('.jp-InputArea-editor') || {}).innerText || '';
+    const lines = code.split('\\n').map(l => l.trim()).filter(l => l);
+    return {code: lines.length ? lines[lines.length - 1] : '',
+            prompt: ((c.querySelector('.jp-InputPrompt') || {}).textContent || '').trim(),
+            widget: own(c).some(isWidget),
+            panel: !!c.querySelector('.jitdeck-panel'),
+            figure: !!(img && img.complete && img.naturalWidth > 0),
+            panel_error: ((c.querySelector('.jitdeck-panel .jitdeck-error') || {}).textContent || '').trim(),
+            stderr: own(c).filter(o => mime(o) === 'application/vnd.jupyter.stderr')
+                          .map(o => o.textContent.trim().slice(0, 300)),
+            outputs: own(c).map(o => mime(o) || [...o.children].map(k => k.className).join(' '))};
+  });
+}"""
+
+# The live cells of the current slide are done drawing: every cell that displayed a widget shows
+# its panel with a decoded figure, or the panel's error line.
+CELLS_SETTLED = "() => {" + _OWN_OUTPUTS + """
+  return cells.every(c => {
+    if (!own(c).some(isWidget)) return true;
+    const panel = c.querySelector('.jitdeck-panel');
+    if (!panel) return false;
+    const img = panel.querySelector('.jp-OutputArea-output img');
+    return !!(img && img.complete && img.naturalWidth > 0) || !!panel.querySelector('.jitdeck-error');
+  });
+}"""
+
+
+def cell_facts(page, timeout_s: float = 60.0) -> list[dict]:
+    """:data:`CELLS` for the current slide, read once its live cells are done drawing (or after
+    ``timeout_s``: then as they are)."""
+    try:
+        page.wait_for_function(CELLS_SETTLED, polling=100, timeout=timeout_s * 1000)
+    except Exception:  # playwright's TimeoutError: report what is there
+        pass
+    return page.evaluate(CELLS)
+
 
 # -- the slideshow -----------------------------------------------------------------------
 def open_slideshow(ctx, plan, notebook: str, timeout_ms: int = 120_000):
