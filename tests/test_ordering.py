@@ -1,6 +1,6 @@
 """The same answer in any order, generated from the declarations: every demo's counts and claims
 come out the same when it is measured in a fresh process, after every other demo in one process,
-and again after ``forget()`` — and that last run really measures (nothing kept survives forget).
+and again after ``forget()`` — and that last run really measures (no cache survives forget).
 
 "A fresh process" is one per part (7 processes, not one per demo: each start imports torch and JAX
 again): it measures its part's demos last to first, so no demo that comes before a demo in the deck
@@ -48,7 +48,7 @@ for p in sys.argv[2].split(","):
     for d in ds:
         if p == "forget":
             d.forget()
-            assert protocol.kept_size() == 0 and d._memo is None, d.key
+            assert protocol.cached_entries() == 0 and d._state.memo is None and not d._state.cache, d.key
         data = d.run()
         claims = d.check_claims(data)
         retried = False
@@ -141,4 +141,4 @@ def test_counts_and_claims_are_the_same_in_any_order(key, in_one_process, in_a_f
     assert set(fresh["claims"]) == set(first["claims"]) == set(after["claims"]), key
     # after forget() the demo measured again: no time it reports is the one it reported before
     if first["timings"] and not after["retried"]:
-        assert first["timings"] != after["timings"], f"{key}: after forget() the same times came back (a kept result)"
+        assert first["timings"] != after["timings"], f"{key}: after forget() the same times came back (a cached result)"

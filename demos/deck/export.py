@@ -153,7 +153,7 @@ def copy_assets(out: Path) -> Path:
 # -- executing --------------------------------------------------------------------------
 def _digest(nb_path: Path, results: Path | None) -> str:
     """What an executed part depends on: the notebook, every module of the package, the results
-    `make warm` kept for the panels that open on them, and the recorded run drawn."""
+    `make warm` stored for the panels that open on them, and the recorded run drawn."""
     h = hashlib.sha256(nb_path.read_bytes())
     h.update(package_digest(with_versions=True).encode())
     for p in sorted(WARMED_DIR.glob("*.json")):
