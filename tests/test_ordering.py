@@ -28,7 +28,7 @@ from demos.engine.env import PROJECT_ROOT
 
 DEMOS = topics.load()
 KEYS = [d.key for d in DEMOS]
-PART_OF = {d.key: sys.modules[d.module].PART for d in DEMOS}
+PART_OF = {d.key: topics.part_of(d.topic) for d in DEMOS}
 
 # One process: measure the named demos in the order named, in the given passes ("run": as they come, each
 # after the ones before it; "forget": forget() first, then measure). Prints one JSON list.
