@@ -20,17 +20,13 @@ notebook, export and figure tests) hands it to :func:`build_html` / :func:`build
 from __future__ import annotations
 
 import argparse
-import contextlib
-import functools
 import hashlib
-import http.server
 import json
 import os
 import re
 import shutil
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 from typing import Any, Mapping
@@ -39,17 +35,12 @@ from demos.deck.demo import WARMED_DIR
 from demos.engine.env import PROJECT_ROOT, package_digest
 from demos.engine.errors import DemoError
 from demos.engine.settings import at_import
+from demos.deck.printing import CHROMIUM, browser, chromium_path, pdf_pages, print_pdf, serve, unite  # noqa: F401
 
 # read at import (checked, with every setting, by demos.engine.settings before a command's work)
 BUILD = Path(at_import("DEMOS_BUILD_DIR") or PROJECT_ROOT / "build")
 NODE_MODULES = PROJECT_ROOT / "node_modules"
 THEME = PROJECT_ROOT / "assets" / "theme.css"
-CHROMIUM = str(at_import("DEMOS_CHROMIUM") or "/usr/bin/chromium")
-CHROMIUM_ARGS = [
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync",
-    "--disable-dev-shm-usage",
-]
 ASSETS_DIR = "_assets"
 
 # What is copied out of node_modules (source, destination inside _assets/).
@@ -270,90 +261,6 @@ def write_index(out_dir: Path, pages: list[tuple[str, str]]) -> Path:
     path = out_dir / "index.html"
     path.write_text(html, encoding="utf-8")
     return path
-
-
-# -- serving and printing ---------------------------------------------------------------
-class _QuietHandler(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, *args):  # noqa: D401 - silence
-        pass
-
-
-@contextlib.contextmanager
-def serve(directory: Path, host: str = "127.0.0.1"):
-    """A static file server on localhost for the export (yields its base URL)."""
-    handler = functools.partial(_QuietHandler, directory=str(directory))
-    httpd = http.server.ThreadingHTTPServer((host, 0), handler)
-    t = threading.Thread(target=httpd.serve_forever, daemon=True)
-    t.start()
-    try:
-        yield f"http://{host}:{httpd.server_address[1]}/"
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
-        t.join(timeout=5)
-
-
-def chromium_path() -> str:
-    if Path(CHROMIUM).exists():
-        return CHROMIUM
-    found = shutil.which("chromium")
-    if found:
-        return found
-    raise DemoError(f"Debian's chromium is not installed ({CHROMIUM}): apt-get install chromium")
-
-
-@contextlib.contextmanager
-def browser():
-    """Headless Debian chromium via Playwright for Python (no downloaded browsers)."""
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError as exc:
-        raise DemoError("Playwright for Python is missing: pip install -e '.[dev]'") from exc
-    import tempfile
-
-    exe = chromium_path()
-    with tempfile.TemporaryDirectory(prefix="deck-chromium-") as profile, sync_playwright() as pw:
-        ctx = pw.chromium.launch_persistent_context(profile, executable_path=exe, headless=True,
-                                                    args=CHROMIUM_ARGS, viewport={"width": 1280, "height": 720})
-        try:
-            yield ctx
-        finally:
-            ctx.close()
-
-
-def print_pdf(ctx, url: str, pdf_path: Path, width: int = 1280, height: int = 720,
-              timeout_ms: int = 120_000, requests: list | None = None) -> Path:
-    """Open the reveal print view and print it, one page per slide."""
-    page = ctx.new_page()
-    if requests is not None:
-        page.on("request", lambda r: requests.append(r.url))
-    try:
-        sep = "&" if "?" in url else "?"
-        page.goto(url + sep + "print-pdf", wait_until="load", timeout=timeout_ms)
-        page.wait_for_function("window.__deckReady === true", timeout=timeout_ms)
-        page.evaluate("document.fonts.ready.then(() => true)")
-        page.wait_for_function("[...document.images].every(i => i.complete)", timeout=timeout_ms)
-        page.pdf(path=str(pdf_path), width=f"{width}px", height=f"{height}px", print_background=True,
-                 prefer_css_page_size=True, margin={"top": "0", "bottom": "0", "left": "0", "right": "0"})
-    finally:
-        page.close()
-    return pdf_path
-
-
-def pdf_pages(path: Path) -> int:
-    out = subprocess.run(["pdfinfo", str(path)], capture_output=True, text=True, check=True).stdout
-    m = re.search(r"^Pages:\s+(\d+)", out, re.M)
-    return int(m.group(1)) if m else 0
-
-
-def unite(pdfs: list[Path], out: Path) -> Path:
-    if not shutil.which("pdfunite"):
-        raise DemoError("pdfunite is missing (apt-get install poppler-utils)")
-    if len(pdfs) == 1:
-        shutil.copy2(pdfs[0], out)
-    else:
-        subprocess.run(["pdfunite", *map(str, pdfs), str(out)], check=True)
-    return out
 
 
 # -- the commands -----------------------------------------------------------------------
