@@ -195,6 +195,8 @@ def test_a_declaration_is_immutable_and_its_docstring_example_runs():
         demo.pacing = "run"
     with pytest.raises(ValueError, match="pacing"):
         _probe_demo("bad", "badprobe", [], pacing="kept")
+    with pytest.raises(ValueError, match=r"measure\(run, \*\*values\)"):
+        Demo("old", "old", controls=[], measure=lambda n: {}, figure=lambda d, r: None)
     assert doctest.testmod(dm).failed == 0
 
 

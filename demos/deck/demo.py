@@ -142,6 +142,10 @@ class Demo:
     def __post_init__(self):
         if self.pacing not in PACINGS:
             raise ValueError(f"{self.name}: pacing={self.pacing!r}; it is one of {', '.join(PACINGS)}")
+        first = next(iter(inspect.signature(self.measure).parameters), None)
+        if first != "run":
+            raise ValueError(f"{self.name}: measure must take the measurement's context first, "
+                             f"measure(run, **values); {self.measure.__name__} takes {first!r} first")
         module = self.measure.__module__
         object.__setattr__(self, "module", module)    # where it was declared
         object.__setattr__(self, "topic", module.rsplit(".", 1)[-1])
