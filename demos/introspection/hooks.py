@@ -1,9 +1,8 @@
 """The two places the deck hooks into Inductor, each written once.
 
 ``output_code()``      Inductor's generated source for every graph compiled inside the block: a
-                       patch of ``torch._inductor.graph.GraphLowering.save_output_code``, the method
-                       Inductor calls with each module's code (the same code ``TORCH_LOGS=output_code``
-                       prints).
+                       patch of ``torch._inductor.graph.GraphLowering.save_output_code``, which
+                       receives each generated module's code.
 ``InductorBackend``    a ``torch.compile`` backend that runs Inductor (``compile_fx``) and counts the
                        graphs Dynamo hands it, times Inductor's share of each compile, and can see
                        each graph AOTAutograd passes on (forward, backward) with its generated code.
@@ -20,7 +19,7 @@ from typing import Any, Callable, Iterator
 @contextlib.contextmanager
 def output_code(unique: bool = True) -> Iterator[list[str]]:
     """Collect Inductor's generated code for each graph compiled in the block (once each when
-    ``unique``). A compile served from the FX-graph cache still saves its code."""
+    ``unique``)."""
     from unittest import mock
 
     from torch._inductor.graph import GraphLowering
