@@ -63,20 +63,20 @@ def test_copy_bandwidth_is_the_engines_measurement():
 def test_regimes_claims_per_device():
     Ns = eager.sweep_sizes(4, 28)
     t = {n: max(5e-6, n * 12 / 2e12) for n in Ns}  # a GPU: flat at a 5 µs floor, then bytes ÷ 2 TB/s
-    d = {"op": "add", "device": "cuda", "Ns": Ns, "series": {"add": [{"p10": t[n]} for n in Ns]}}
+    d = {"op": "add", "device": "cuda", "Ns": Ns, "series": {"add": [{"p10_s": t[n]} for n in Ns]}}
     assert all(eager.regimes_claims(d).values()) and len(eager.regimes_claims(d)) == 2
-    d["series"]["add"] = [{"p10": 5e-6 * (1 + n / 2**20)} for n in Ns]  # CPU: 16× N at the top, ~15× the time
+    d["series"]["add"] = [{"p10_s": 5e-6 * (1 + n / 2**20)} for n in Ns]  # CPU: 16× N at the top, ~15× the time
     assert all(eager.regimes_claims({**d, "device": "cpu", "Ns": Ns}).values())
-    d["series"]["add"] = [{"p10": 5e-6} for _ in Ns]  # flat everywhere: not the slide's picture
+    d["series"]["add"] = [{"p10_s": 5e-6} for _ in Ns]  # flat everywhere: not the slide's picture
     assert list(eager.regimes_claims({**d, "device": "cpu"}).values()) == [True, False]
 
 
 def test_regime_classification_from_synthetic_data():
-    data = {"Ns": [16, 2**20], "series": {"add": [{"median": 1.5e-6}, {"median": 1.3e-4}]},
+    data = {"Ns": [16, 2**20], "series": {"add": [{"median_s": 1.5e-6}, {"median_s": 1.3e-4}]},
             "floors_s": {"add": 1e-6}, "bytes_per_elem": {"add": 12}, "bandwidth_Bps": 1e11}
     assert eager.regime_at(data, "add", 16) == "overhead-bound"
     assert eager.regime_at(data, "add", 2**20) == "bandwidth-bound"  # 12.6 MB ÷ 100 GB/s = 126 µs
-    data["series"]["add"][1]["median"] = 1e-2
+    data["series"]["add"][1]["median_s"] = 1e-2
     assert eager.regime_at(data, "add", 2**20).startswith("slower than copy")
     assert eager.effective_bandwidth(data, "add") == pytest.approx(2**20 * 12 / 1e-2)
 
@@ -106,13 +106,13 @@ def test_claim_sync_trap_on_cpu():
     d = eager.measure_sync_trap(Run(), "two_matmuls", budget_s=0.1)
     t = d["rows"]["torch_eager"]
     # the CPU form: the synchronised measurement is at least the unsynchronised one
-    assert t["synced"]["median"] >= t["returned"]["median"]
+    assert t["synced"]["median_s"] >= t["returned"]["median_s"]
     # slide: torch CPU ops run before the call returns → no trap (ratio ≈ 1)
     assert t["ratio"] < 1.3, t
     # slide: JAX dispatches asynchronously on a CPU too → the unsynchronised clock under-reports
     j = d["rows"]["jax_jit"]
     assert "error" not in j, j
-    assert j["synced"]["median"] >= j["returned"]["median"]
+    assert j["synced"]["median_s"] >= j["returned"]["median_s"]
     assert j["ratio"] > 1.5, j
     json.dumps(d)
 
@@ -120,17 +120,17 @@ def test_claim_sync_trap_on_cpu():
 def test_claim_latency_flat_at_small_n_and_about_linear_at_large_n():
     # the panel's default on a CPU: one torch thread (see the regimes notes)
     small = eager.measure_regimes(Run(), "add", 4, 8, budget_s=0.05, threads=1)
-    s = {n: p["median"] for n, p in zip(small["Ns"], small["series"]["add"])}
+    s = {n: p["median_s"] for n, p in zip(small["Ns"], small["series"]["add"])}
     # 16× more elements, under the slide's bound on the time: the overhead floor
     flat = eager.regimes_claims["flat"]
     assert flat.holds(s[2**8] / s[2**4], "cpu"), s
-    c = {n: p["median"] for n, p in zip(small["Ns"], small["series"]["complex_activation"])}
+    c = {n: p["median_s"] for n, p in zip(small["Ns"], small["series"]["complex_activation"])}
     assert flat.holds(c[2**8] / c[2**4], "cpu"), c
     # tensors of 64 MiB and more (2^24 float32): glibc gives every one fresh pages from the OS (the
     # deck's steady allocator keeps only up to 32 MiB and trims its heap beyond 64 MiB; a 32 MiB
     # tensor may or may not come from the heap's top), so the top of the range compares like with like
     large = eager.measure_regimes(Run(), "add", 24, 25, budget_s=0.05, with_activation=False, threads=1)
-    g = {n: p["median"] for n, p in zip(large["Ns"], large["series"]["add"])}
+    g = {n: p["median_s"] for n, p in zip(large["Ns"], large["series"]["add"])}
     # 2× more elements: between 1.4× and 4× the time — about linear (bandwidth), not flat
     assert 1.4 <= g[2**25] / g[2**24] <= 4.0, g
     assert large["bandwidth_Bps"] > 1e8 and small["floors_s"]["add"] < 1e-3
@@ -227,7 +227,7 @@ def test_without_a_record_the_seed_figures_stand_beside(monkeypatch):
     monkeypatch.setattr("demos.engine.results.reference", lambda path=None: None)
     ref = eager.sync_trap.reference({"workload": "two_matmuls", "dtype": "float32"})
     assert ref["seed"] and "reported by" in ref["stamp"] and "not measured here" in ref["stamp"]
-    assert ref["rows"]["jax_jit"]["returned"]["median"] == 76e-6 and ref["rows"]["jax_jit"]["synced"]["median"] == 205e-6
+    assert ref["rows"]["jax_jit"]["returned"]["median_s"] == 76e-6 and ref["rows"]["jax_jit"]["synced"]["median_s"] == 205e-6
     assert eager.sync_trap.reference({"workload": "complex_activation", "dtype": "float32"}) is None
     fig = eager.figure_sync_trap(eager.measure_sync_trap(Run(), "two_matmuls", budget_s=0.02), ref)
     assert len(fig.axes) == 2 and any("Beside it: reported by" in t.get_text() for t in fig.texts)
@@ -261,17 +261,17 @@ def test_gpu_claim_six_kernels():
 def test_gpu_claim_unsynchronised_timing_under_reports():
     d = eager.measure_sync_trap(Run(), "two_matmuls", budget_s=0.2)
     t = d["rows"]["torch_eager"]
-    assert t["synced"]["median"] > 1.2 * t["returned"]["median"], t
+    assert t["synced"]["median_s"] > 1.2 * t["returned"]["median_s"], t
     from demos.engine.devices import jax_backend
 
     if jax_backend() == "gpu":
         j = d["rows"]["jax_jit"]
-        assert j["synced"]["median"] > 1.5 * j["returned"]["median"], j
+        assert j["synced"]["median_s"] > 1.5 * j["returned"]["median_s"], j
 
 
 @pytest.mark.gpu
 def test_gpu_claim_flat_then_linear():
     d = eager.measure_regimes(Run(), "add", 4, 28, budget_s=0.05)
-    s = {n: p["median"] for n, p in zip(d["Ns"], d["series"]["add"])}
+    s = {n: p["median_s"] for n, p in zip(d["Ns"], d["series"]["add"])}
     assert s[2**10] < 1.5 * s[2**4], s
     assert eager.regimes_claims["linear"].holds(s[2**28] / s[2**26], "gpu"), s

@@ -65,3 +65,38 @@ def test_reference_reads_env_and_default_name(tmp_path, monkeypatch):
     second = default_path(rec, tmp_path)
     assert second.name == "h200-2026-11-21-100000-2.json" and not second.exists()
     assert rec.save(second) == second and path.exists()
+
+
+def _keys(o, path=""):
+    if isinstance(o, dict):
+        for k, v in o.items():
+            yield path, k
+            yield from _keys(v, f"{path}.{k}")
+    elif isinstance(o, list):
+        for v in o:
+            yield from _keys(v, path + "[]")
+
+
+def test_every_stored_timing_has_the_one_schema_and_an_older_record_is_upgraded(tmp_path):
+    from demos.engine.results import RESULTS_DIR, SCHEMA
+    from demos.engine.timing import TIMING_KEYS, Timing
+
+    assert set(Timing(2e-6, 1e-6, 3e-6, 9).to_dict(first_s=0.5)) == set(TIMING_KEYS)
+    for path in sorted(RESULTS_DIR.glob("*.json")):  # the committed records: the new schema only
+        d = json.loads(path.read_text())
+        assert d["schema"] == SCHEMA, path
+        old = [f"{p}.{k}" for p, k in _keys(d) if k in ("median", "p10", "p90", "first_call_s")]
+        assert not old, (path, old[:5])
+    # a record@2 (short timing keys, first_call_s) reads as the same record in the one schema
+    old = {"schema": "jit-deck/record@2", "machine": {"device": "cuda"},
+           "rows": [{"workload": "chain", "backend": "torch_compile", "params": {"N": 4}, "dtype": "float32",
+                     "device": "cuda", "median_s": 1e-5, "extra": {"first_call_s": 2.0}}],
+           "sections": {"eager": {"sync_trap": {"rows": {"jax_jit": {"synced": {"median": 2e-4, "p10": 1e-4,
+                                                                                "p90": 3e-4, "n": 7}}},
+                                                "median_note": "not a timing, kept as written"}}}}
+    (tmp_path / "old.json").write_text(json.dumps(old))
+    rec = Record.load(tmp_path / "old.json")
+    assert rec.schema == SCHEMA and rec.rows[0].extra == {"first_s": 2.0}
+    trap = rec.sections["eager"]["sync_trap"]
+    assert trap["rows"]["jax_jit"]["synced"] == {"median_s": 2e-4, "p10_s": 1e-4, "p90_s": 3e-4, "n": 7}
+    assert trap["median_note"] == "not a timing, kept as written"

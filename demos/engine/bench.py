@@ -45,7 +45,7 @@ def run_one(
         t = measure(prep.fn, prep.sync, warmup=1, budget_s=budget_s)
         compile_s = max(first - t.median, 0.0) if backend in ("torch_compile", "jax_jit") else None
         return Row(w.name, backend, params, dtype, device, t.median, t.p10, t.p90, t.n, compile_s,
-                   extra={"first_call_s": first})
+                   extra={"first_s": first})
     except Exception as exc:
         if is_oom(exc):
             clear_input_cache()

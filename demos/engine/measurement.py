@@ -97,10 +97,7 @@ class Run:
 
     def timed(self, fn: Callable[[], Any], sync: Callable[[Any], None] = no_sync, *, first: bool = True,
               **options: Any) -> dict[str, Any]:
-        """The one timing schema a topic stores: ``Timing.to_dict()`` (median, p10, p90, n, inner)
-        plus ``first`` (seconds of the first call, timed apart) when ``first``."""
-        out: dict[str, Any] = {}
-        if first:
-            out["first"], _ = self.first_call(fn, sync)
-        out.update(self.time(fn, sync, **options).to_dict())
-        return out
+        """The one timing schema a topic stores (``Timing.to_dict``: median_s, p10_s, p90_s, n,
+        inner), with ``first_s`` (the first call, timed apart) when ``first``."""
+        first_s = self.first_call(fn, sync)[0] if first else None
+        return self.time(fn, sync, **options).to_dict(first_s=first_s)

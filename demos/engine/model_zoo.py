@@ -107,7 +107,7 @@ def time_forms(fns: dict[str, tuple], budget_s: float, rounds: int = 2) -> dict[
         for k, (fn, sync) in fns.items():
             samples[k] += measure(fn, sync, warmup=int(r == 0), budget_s=budget_s / rounds / len(fns),
                                   min_samples=3, max_samples=80).samples
-    return {k: {"median": statistics.median(v), "p10": quantile(v, 0.1), "p90": quantile(v, 0.9), "n": len(v)}
+    return {k: {"median_s": statistics.median(v), "p10_s": quantile(v, 0.1), "p90_s": quantile(v, 0.9), "n": len(v)}
             for k, v in samples.items()}
 
 

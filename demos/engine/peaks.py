@@ -329,7 +329,7 @@ def measure_form(run: Run, workload: str, backend: str, params: dict, dtype: str
         first = _first_call_once(run, (workload, backend, tuple(sorted(p.items())), dtype, mode), fn, sync)
         t = run.time(fn, sync, warmup=0, budget_s=budget_s, min_samples=min_samples,
                      max_samples=max(max_samples, min_samples))
-    return {"median_s": t.median, "p10_s": t.p10, "p90_s": t.p90, "n": t.n, "first_s": first, "params": p}
+    return {**t.to_dict(first_s=first), "params": p}
 
 
 def measure_forms(run: Run, workload: str, backends: tuple[str, ...], params: dict, dtype: str = "float32",
@@ -360,6 +360,5 @@ def measure_forms(run: Run, workload: str, backends: tuple[str, ...], params: di
             timings = run.time_forms(forms, warmup=0, budget_s=budget_s * len(forms), min_samples=min_samples,
                                      max_samples=max(max_samples, min_samples))
         for b, t in timings.items():
-            rows[b] = {"median_s": t.median, "p10_s": t.p10, "p90_s": t.p90, "n": t.n, "first_s": firsts[b],
-                       "params": resolved}
+            rows[b] = {**t.to_dict(first_s=firsts[b]), "params": resolved}
     return {b: rows[b] for b in backends}

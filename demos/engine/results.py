@@ -18,8 +18,8 @@ from typing import Any, Iterable
 from demos.engine.env import PROJECT_ROOT
 from demos.engine.errors import DemoError
 
-SCHEMA = "jit-deck/record@2"  # @2: sections are {topic: {demo name: data}}
-KNOWN_SCHEMAS = (SCHEMA,)
+SCHEMA = "jit-deck/record@3"  # @2: sections are {topic: {demo name: data}}; @3: one timing schema
+KNOWN_SCHEMAS = (SCHEMA, "jit-deck/record@2")  # an @2 record is upgraded on reading (upgrade_timings)
 RESULTS_DIR = PROJECT_ROOT / "assets" / "results"
 
 
@@ -131,12 +131,14 @@ class Record:
         for key, kind in (("machine", dict), ("rows", list), ("sections", dict)):
             if not isinstance(d.get(key, kind()), kind):
                 raise DemoError(f"{source}: '{key}' is a {type(d[key]).__name__}, not a {kind.__name__}")
+        if schema != SCHEMA:
+            d = upgrade_timings(d)
         try:
             rows = [Row.from_dict(r) for r in d.get("rows", [])]
         except (TypeError, AttributeError) as exc:
             raise DemoError(f"{source}: a row is malformed ({exc})") from None
         return cls(machine=d.get("machine", {}), created=str(d.get("created", "")), rows=rows,
-                   sections=d.get("sections", {}), label=str(d.get("label", "")), schema=schema)
+                   sections=d.get("sections", {}), label=str(d.get("label", "")))
 
     def save(self, path: str | Path | None = None) -> Path:
         """Write atomically (a temporary file renamed over the target). Without ``path``: a new
@@ -170,6 +172,22 @@ class Record:
         except json.JSONDecodeError as exc:
             raise DemoError(f"{path}: not valid JSON (line {exc.lineno}: {exc.msg}); truncated?") from None
         return cls.from_dict(d, source=str(path))
+
+
+_OLD_TIMING_KEYS = {"median": "median_s", "p10": "p10_s", "p90": "p90_s"}
+
+
+def upgrade_timings(o: Any) -> Any:
+    """A record@2's timings in the one schema (``Timing.to_dict``): a timing written as
+    ``median``/``p10``/``p90`` gains the ``_s`` its unit asks for, and ``first_call_s`` becomes
+    ``first_s``. Nothing else changes."""
+    if isinstance(o, list):
+        return [upgrade_timings(v) for v in o]
+    if not isinstance(o, dict):
+        return o
+    is_timing = all(k in o for k in _OLD_TIMING_KEYS)
+    return {(_OLD_TIMING_KEYS.get(k, k) if is_timing else "first_s" if k == "first_call_s" else k): upgrade_timings(v)
+            for k, v in o.items()}
 
 
 def _jsonable(o: Any) -> Any:

@@ -11,12 +11,17 @@ from __future__ import annotations
 import math
 import statistics
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from demos.engine.devices import torch_device, torch_or_none
 
 _clock = time.perf_counter
+
+
+# What a stored timing holds (``Timing.to_dict``); a record written before this schema is upgraded on
+# reading (demos.engine.results).
+TIMING_KEYS = ("median_s", "p10_s", "p90_s", "n", "inner", "first_s")
 
 
 @dataclass
@@ -34,9 +39,13 @@ class Timing:
     def spread(self) -> float:
         return self.p90 - self.p10
 
-    def to_dict(self) -> dict[str, Any]:
-        d = asdict(self)
-        d.pop("samples")
+    def to_dict(self, first_s: float | None = None) -> dict[str, Any]:
+        """The one stored timing schema: ``median_s``, ``p10_s``, ``p90_s`` (seconds per call),
+        ``n`` samples of ``inner`` calls each, and ``first_s`` (the first call, timed apart) when
+        given. Every record, warmed result and figure reads these keys (:data:`TIMING_KEYS`)."""
+        d = {"median_s": self.median, "p10_s": self.p10, "p90_s": self.p90, "n": self.n, "inner": self.inner}
+        if first_s is not None:
+            d["first_s"] = first_s
         return d
 
     def __str__(self) -> str:

@@ -87,9 +87,9 @@ def report_text(d: dict[str, Any]) -> str:
     if t.get("guards"):
         out.append(f"  guards ({t.get('guard_count', len(t['guards']))}): " + "; ".join(t["guards"][:6]))
     if t.get("eager") and t.get("compiled"):
-        out.append(f"  eager {fmt_seconds(t['eager']['median'])} (p10–p90 {fmt_seconds(t['eager']['p10'])}–"
-                   f"{fmt_seconds(t['eager']['p90'])}) · compiled {fmt_seconds(t['compiled']['median'])} "
-                   f"(p10–p90 {fmt_seconds(t['compiled']['p10'])}–{fmt_seconds(t['compiled']['p90'])})")
+        out.append(f"  eager {fmt_seconds(t['eager']['median_s'])} (p10–p90 {fmt_seconds(t['eager']['p10_s'])}–"
+                   f"{fmt_seconds(t['eager']['p90_s'])}) · compiled {fmt_seconds(t['compiled']['median_s'])} "
+                   f"(p10–p90 {fmt_seconds(t['compiled']['p10_s'])}–{fmt_seconds(t['compiled']['p90_s'])})")
         out.append(f"  pays after: {t['pays_after'] if t.get('pays_after') else 'never at this size'}"
                    + (" calls" if t.get("pays_after") else ""))
     if t.get("numerics"):

@@ -115,7 +115,7 @@ def _seed_trap(values: dict) -> dict | None:
         return None
 
     def t(mean: float, sd: float) -> dict:
-        return {"median": mean, "p10": max(mean - sd, 1e-9), "p90": mean + sd, "n": 7}
+        return {"median_s": mean, "p10_s": max(mean - sd, 1e-9), "p90_s": mean + sd, "n": 7}
 
     return {"workload": "two_matmuls", "dtype": "float32", "params": {"B": 256, "D": 1024, "H": 2048},
             "rows": {"jax_jit": {"returned": t(76e-6, 45.7e-6), "synced": t(205e-6, 2.85e-6), "ratio": 205 / 76}},
@@ -130,7 +130,7 @@ sync_trap = Demo(
     configs=Configs(warm=[{"workload": w, "dtype": d} for w in TRAP_WORKLOADS for d in DTYPES]),
     # one sentence per backend measured (two measured clocks compared: no threshold)
     claims=Claims(*(Claim(f"{b}: the synchronised clock is never shorter than the unsynchronised one",
-                          lambda d, b=b: d["rows"][b]["synced"]["median"] >= d["rows"][b]["returned"]["median"],
+                          lambda d, b=b: d["rows"][b]["synced"]["median_s"] >= d["rows"][b]["returned"]["median_s"],
                           applies=lambda d, b=b: b in d["rows"] and "error" not in d["rows"][b], key=b)
                     for b in ("torch_eager", "torch_compile", "jax_eager", "jax_jit"))),
 )
@@ -201,7 +201,7 @@ def _point(run: Run, op: str, N: int, dtype: str, budget_s: float, threads: int 
         fn = lambda: f(x, y)  # noqa: E731
     with torch_threads(threads):
         t = run.time(fn, sync, budget_s=budget_s, min_samples=3).to_dict()
-    run.cache[key] = {k: t[k] for k in ("median", "p10", "p90", "n")}
+    run.cache[key] = {k: t[k] for k in ("median_s", "p10_s", "p90_s", "n")}
     return run.cache[key]
 
 
@@ -273,7 +273,7 @@ def measure_regimes(run: Run, op: str = "add", lo: int | None = None, hi: int | 
         "op": op, "dtype": dtype, "device": torch_device(), "lo": lo, "hi": hi, "Ns": Ns, "threads": threads,
         "series": series, "floors_s": floors, "bandwidth_Bps": bw, "bytes_per_elem": bpe,
         "crossover": {k: crossover(floors[k], bw, bpe[k]) for k in bpe},
-        "measured_crossover": {k: measured_crossover(Ns, [p["median"] for p in series[k]], floors[k])
+        "measured_crossover": {k: measured_crossover(Ns, [p["median_s"] for p in series[k]], floors[k])
                                for k in series},
         "extra": extra,
     }
@@ -297,7 +297,7 @@ def _p10_ratio(d: dict, big: int | None, small: int) -> float | None:
     """Best-decile time at N=``big`` (None: the top of the sweep; a negative ``small``: the top ÷
     -small) ÷ the time at N=``small``, for the swept op; None where a size was not swept."""
     # best deciles: a 1-thread op on a loaded 2-core machine runs at one of two speeds, 2× apart
-    t = {n: p["p10"] for n, p in zip(d["Ns"], d["series"][d["op"]])}
+    t = {n: p["p10_s"] for n, p in zip(d["Ns"], d["series"][d["op"]])}
     hi = d["Ns"][-1]
     big = hi if big is None else big
     small = hi // -small if small < 0 else small

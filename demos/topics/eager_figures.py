@@ -39,19 +39,19 @@ def _trap_axes(ax, data: dict, title: str) -> None:
     bottom = 0.0
     for i, b in enumerate(names):
         r = data["rows"][b]
-        ret, syn = r["returned"]["median"], r["synced"]["median"]
+        ret, syn = r["returned"]["median_s"], r["synced"]["median_s"]
         col = plots.color(b)
         ax.bar(i - wdt / 2, ret * 1e6, wdt, color=col, alpha=0.35, hatch="//", edgecolor=col,
                label="clock stopped when the call returns" if i == 0 else None)
         ax.bar(i + wdt / 2, syn * 1e6, wdt, color=col,
                label="clock stopped after synchronising" if i == 0 else None)
         for xx, v, rr in ((i - wdt / 2, ret, r["returned"]), (i + wdt / 2, syn, r["synced"])):
-            ax.errorbar(xx, v * 1e6, yerr=[[max(v - rr["p10"], 0) * 1e6], [max(rr["p90"] - v, 0) * 1e6]],
+            ax.errorbar(xx, v * 1e6, yerr=[[max(v - rr["p10_s"], 0) * 1e6], [max(rr["p90_s"] - v, 0) * 1e6]],
                         color="#333333", capsize=3, lw=1)
             ax.text(xx, v * 1e6 * 1.15, fmt_seconds(v), ha="center", va="bottom", fontsize=12.5,
                     bbox=dict(facecolor="white", alpha=0.8, edgecolor="none", pad=1))
-        top = max(top, r["synced"]["p90"], r["returned"]["p90"])
-        bottom = min(bottom, r["returned"]["p10"]) if bottom else r["returned"]["p10"]
+        top = max(top, r["synced"]["p90_s"], r["returned"]["p90_s"])
+        bottom = min(bottom, r["returned"]["p10_s"]) if bottom else r["returned"]["p10_s"]
     ax.set_xticks(x)
     ax.set_xticklabels([f"{plots.label(b)}\n×{data['rows'][b]['ratio']:.1f} hidden"
                         if data["rows"][b]["ratio"] >= 1.5 else f"{plots.label(b)}\n×{data['rows'][b]['ratio']:.2f}"
@@ -90,7 +90,7 @@ def figure_sync_trap(data: dict, reference: dict | None = None):
 def regime_at(data: dict, name: str, N: int) -> str:
     """Which regime the measured point at N is in (vs the floor and the copy-bandwidth line)."""
     i = data["Ns"].index(N)
-    t = data["series"][name][i]["median"]
+    t = data["series"][name][i]["median_s"]
     floor = data["floors_s"][name]
     bw_t = N * data["bytes_per_elem"][name] / data["bandwidth_Bps"]
     if t < 2 * floor:
@@ -103,7 +103,7 @@ def regime_at(data: dict, name: str, N: int) -> str:
 def effective_bandwidth(data: dict, name: str, N: int | None = None) -> float:
     """Bytes the eager form moves at N ÷ measured seconds (B/s)."""
     N = N or data["Ns"][-1]
-    t = data["series"][name][data["Ns"].index(N)]["median"]
+    t = data["series"][name][data["Ns"].index(N)]["median_s"]
     return N * data["bytes_per_elem"][name] / t
 
 
@@ -119,9 +119,9 @@ def figure_regimes(data: dict, reference: dict | None = None):
     grid = np.geomspace(Ns.min(), Ns.max(), 200)
     for name in data["series"]:
         pts = data["series"][name]
-        med = np.array([p["median"] for p in pts]) * 1e6
-        lo = np.array([p["p10"] for p in pts]) * 1e6
-        hi = np.array([p["p90"] for p in pts]) * 1e6
+        med = np.array([p["median_s"] for p in pts]) * 1e6
+        lo = np.array([p["p10_s"] for p in pts]) * 1e6
+        hi = np.array([p["p90_s"] for p in pts]) * 1e6
         ax.fill_between(Ns, lo, hi, color=colors[name], alpha=0.15, lw=0)
         ax.plot(Ns, med, "o-", color=colors[name], label=labels[name], lw=2, ms=5)
         floor = data["floors_s"][name] * 1e6
@@ -139,7 +139,7 @@ def figure_regimes(data: dict, reference: dict | None = None):
         for name, ls in ((rop, ":"), ("complex_activation", "-.")):
             pts = reference["series"].get(name)
             if pts:
-                drawn.append(ax.plot(reference["Ns"], [p["median"] * 1e6 for p in pts], ls, lw=1.6,
+                drawn.append(ax.plot(reference["Ns"], [p["median_s"] * 1e6 for p in pts], ls, lw=1.6,
                                      color=plots.PALETTE["reference"])[0])
         if drawn:  # one legend row for both recorded lines: the legend must not grow over the data
             drawn[0].set_label(f"recorded {reference.get('machine_short', '')}: {rop} (dotted)"
@@ -152,7 +152,7 @@ def figure_regimes(data: dict, reference: dict | None = None):
     mc = data["measured_crossover"].get(op)
     if mc:
         i = data["Ns"].index(mc)
-        ax.plot([mc], [data["series"][op][i]["median"] * 1e6], "s", ms=11, mfc="none", mec=plots.PALETTE["accent"],
+        ax.plot([mc], [data["series"][op][i]["median_s"] * 1e6], "s", ms=11, mfc="none", mec=plots.PALETTE["accent"],
                 mew=2, label=f"{op} leaves its floor (2× floor) at N = {plots.pow2_label(mc)}")
     where = plots.where_measured(data)
     ax.set_title(f"{op}: flat at {fmt_seconds(data['floors_s'][op])} (overhead), then ∝ N (bandwidth); "

@@ -315,7 +315,7 @@ def measure_relayout(run: Run, B: int = 64, H: int = 4, D: int = 1024, K: int = 
         sync(f(*args))
         t = run.time(lambda: f(*args), sync, warmup=0, budget_s=budget_s, min_samples=3)
         out["forms"][name] = {
-            "median_s": t.median, "p10_s": t.p10, "p90_s": t.p90, "n": t.n,
+            **t.to_dict(),
             "transposes": len(code.transposes),
             "entry_ops": code.entry_ops,
             "excerpt": relayout_lines(code),

@@ -22,7 +22,7 @@ def time_form(run: Run, prep, budget_s: float) -> dict[str, Any]:
         compile_s, _ = run.first_call(prep.fn, prep.sync)
         run.cache[key] = True
     t = run.time(prep.fn, prep.sync, warmup=0, budget_s=budget_s, min_samples=3)
-    return {"median_s": t.median, "p10_s": t.p10, "p90_s": t.p90, "n": t.n, "first_s": compile_s}
+    return t.to_dict(first_s=compile_s)
 
 
 def profiled_compiled(run: Run, fn: Callable) -> Callable:

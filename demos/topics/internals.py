@@ -327,8 +327,7 @@ def _cost_row(run: Run, key: str, backend: str, label: str, variant: str, x, N: 
     graphs = {"torch_eager": 0, "jax_jit": 1}.get(backend)
     if graphs is None:
         graphs = measure_breaks(Run(run.cache), variant, N, dtype)["torch"]["graphs"]  # its progress: none
-    return {"median_s": t.median, "p10_s": t.p10, "p90_s": t.p90, "n": t.n, "first_call_s": run.cache[fkey],
-            "graphs": graphs, "output": to_numpy(fn(*args))}
+    return {**t.to_dict(first_s=run.cache[fkey]), "graphs": graphs, "output": to_numpy(fn(*args))}
 
 
 def measure_capture_cost(run: Run, N: int | None = None, dtype: str = "float32", budget_s: float = 0.06,

@@ -182,7 +182,7 @@ def figure_capture_cost(data: dict[str, Any], reference: dict[str, Any] | None =
         g = r.get("graphs")
         note = (f"  {fmt_seconds(r['median_s'])}" if r["backend"] == "torch_eager" else
                 f"  {fmt_seconds(r['median_s'])} · {g} graph{'s' if g != 1 else ''} · 1st call "
-                f"{fmt_seconds(r.get('first_call_s'))}")
+                f"{fmt_seconds(r.get('first_s'))}")
         ax.text(r["p90_s"] * 1e3, yv + off, note, va="center", fontsize=12)
         rr = ref_rows.get(r["key"])
         if rr:

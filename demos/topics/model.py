@@ -195,8 +195,8 @@ def measure_speed(run: Run, step: str = "inference", tokens: str | None = None, 
             skipped["jax_jit"] = str(exc)
         run.progress(0.3, "timing every form, taking turns…")
         rows = zoo.time_forms(forms, budget_s * len(forms))
-    eager = rows["torch_eager"]["median"]
-    speedup = {k: eager / r["median"] for k, r in rows.items() if k != "torch_eager"}
+    eager = rows["torch_eager"]["median_s"]
+    speedup = {k: eager / r["median_s"] for k, r in rows.items() if k != "torch_eager"}
     hist = run.cached(("history", step, dtype, torch_device()), dict)
     hist[f"{cfg.batch}×{cfg.seq}, D={cfg.width}"] = [cfg.flops(training), speedup["torch_compile"]]
     return {"step": step, "cfg": vars(cfg) | {}, "rows": rows, "skipped": skipped, "speedup": speedup,
@@ -347,8 +347,8 @@ def measure_compile_cost(run: Run, layers: int | None = None, caches: str = "byp
             stance[s] = stance_loop(cfg, s)
     for how, r in res.items():
         r["steady"] = timed[how]
-        r["compile_s"] = max(r["first_s"] - timed[how]["median"], 0.0)
-        r["break_even"] = break_even(r["compile_s"], timed["eager"]["median"], timed[how]["median"])
+        r["compile_s"] = max(r["first_s"] - timed[how]["median_s"], 0.0)
+        r["break_even"] = break_even(r["compile_s"], timed["eager"]["median_s"], timed[how]["median_s"])
     return {"cfg": vars(cfg) | {}, "caches": caches, "eager": timed["eager"], **res,
             "stance": stance, "extra": _extra(cfg, f"training step, Dynamo fresh, Inductor caches {caches}: ")}
 

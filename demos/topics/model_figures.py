@@ -94,15 +94,15 @@ def figure_speed(data: dict, reference: dict | None = None):
     fig, (ax, sx) = plots.figure(1, 2, gridspec_kw={"width_ratios": [1.3, 1]})
     names = list(data["rows"])
     rows = [data["rows"][k] for k in names]
-    texts = [fmt_seconds(r["median"]) + (f"\n×{data['speedup'][k]:.2f}" if k in data["speedup"] else "")
+    texts = [fmt_seconds(r["median_s"]) + (f"\n×{data['speedup'][k]:.2f}" if k in data["speedup"] else "")
              for k, r in zip(names, rows)]
     labels = [{"torch_compile_ro": "reduce-\noverhead"}.get(k, plots.label(k)) for k in names]
-    _bars(ax, labels, [r["median"] * 1e3 for r in rows], [plots.color(k.replace("_ro", "")) for k in names], texts,
-          tops=[r["p90"] * 1e3 for r in rows])
+    _bars(ax, labels, [r["median_s"] * 1e3 for r in rows], [plots.color(k.replace("_ro", "")) for k in names], texts,
+          tops=[r["p90_s"] * 1e3 for r in rows])
     for i, r in enumerate(rows):
-        ax.errorbar(i, r["median"] * 1e3, yerr=[[(r["median"] - r["p10"]) * 1e3], [(r["p90"] - r["median"]) * 1e3]],
+        ax.errorbar(i, r["median_s"] * 1e3, yerr=[[(r["median_s"] - r["p10_s"]) * 1e3], [(r["p90_s"] - r["median_s"]) * 1e3]],
                     color="#333333", capsize=4)
-    ax.set_ylim(0, max(r["p90"] for r in rows) * 1e3 * 1.45)
+    ax.set_ylim(0, max(r["p90_s"] for r in rows) * 1e3 * 1.45)
     ax.set_ylabel(f"ms per {'training step' if data['step'] == 'training' else 'forward'}\n(median, p10–p90)")
     notes = list(data.get("skipped", {}).values())
     if data.get("agree"):
@@ -220,9 +220,9 @@ def figure_compile_cost(data: dict, reference: dict | None = None):
     cx.set_ylabel("compile time (s)")  # caches: in the footer stamp
     cx.set_title("compiling a training step", loc="left", fontsize=14)
     be = [data[k]["break_even"] for k in hows]
-    _hbars(bx, [f"{k}\n{fmt_seconds(data[k]['steady']['median'])}/step" for k in hows],
+    _hbars(bx, [f"{k}\n{fmt_seconds(data[k]['steady']['median_s'])}/step" for k in hows],
            [b if math.isfinite(b) else 0.0 for b in be], [_steps(b) for b in be], [blue, "#6baed6"],
-           f"break-even (eager {fmt_seconds(data['eager']['median'])}/step)", "training steps until compiling pays")
+           f"break-even (eager {fmt_seconds(data['eager']['median_s'])}/step)", "training steps until compiling pays")
     sd = [data["stance"][s] for s in STANCES]
     _hbars(st, [s.replace("_on_", "_on_\n") for s in STANCES], [r["seconds"] for r in sd],
            [f"{r['compiles']} compile{'s' * (r['compiles'] != 1)}, {r['calls']}/{r['shapes']} calls"

@@ -169,9 +169,9 @@ def _view_time(fig, data: dict[str, Any]) -> None:
     forms = [("torch eager", t.get("eager"), "torch_eager"), ("torch.compile", t.get("compiled"), "torch_compile"),
              ("JAX op-by-op", j.get("op_by_op"), "jax_eager"), ("jax.jit", j.get("jit"), "jax_jit")]
     forms = [f for f in forms if f[1]]
-    med = [f[1]["median"] * 1e6 for f in forms]
-    lo = [m - f[1]["p10"] * 1e6 for m, f in zip(med, forms)]
-    hi = [f[1]["p90"] * 1e6 - m for m, f in zip(med, forms)]
+    med = [f[1]["median_s"] * 1e6 for f in forms]
+    lo = [m - f[1]["p10_s"] * 1e6 for m, f in zip(med, forms)]
+    hi = [f[1]["p90_s"] * 1e6 - m for m, f in zip(med, forms)]
     bars = ax.bar(range(len(forms)), med, yerr=[lo, hi], capsize=5, color=[plots.color(f[2]) for f in forms])
     ax.bar_label(bars, [fmt_seconds(m * 1e-6) for m in med], fontsize=12, padding=6)
     ax.set_xticks(range(len(forms)), [f[0] for f in forms], fontsize=11.5)
