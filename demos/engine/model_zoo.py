@@ -212,22 +212,23 @@ def train_step(model, opt, x, target):
 # ---------------------------------------------------------------------------------------
 # Measuring torch without compiler internals
 # ---------------------------------------------------------------------------------------
-def count_ops(fn: Callable[[], Any]) -> tuple[Any, Counter]:
-    """Run ``fn()`` under a TorchDispatchMode; returns (its result, aten op → calls). Counts
-    every op the dispatcher runs below autograd, views included, as eager issues them."""
+def dispatched_ops(fn: Callable[[], Any]) -> tuple[Any, list[str]]:
+    """Run ``fn()`` under a TorchDispatchMode: (its result, the aten ops the dispatcher ran below
+    autograd, in order, by overload packet name: ``add``, ``mm``, ``view``, …), as eager issues
+    them. The one dispatch-mode counter (part 6's op summary and the inspector read it)."""
     require_torch()
     from torch.utils._python_dispatch import TorchDispatchMode
 
-    class Counting(TorchDispatchMode):
+    class Recording(TorchDispatchMode):
         def __init__(self):
             super().__init__()
-            self.ops: Counter = Counter()
+            self.ops: list[str] = []
 
         def __torch_dispatch__(self, func, types_, args=(), kwargs=None):
-            self.ops[func.overloadpacket.__name__] += 1
+            self.ops.append(func.overloadpacket.__name__)
             return func(*args, **(kwargs or {}))
 
-    with Counting() as mode:
+    with Recording() as mode:
         out = fn()
     return out, mode.ops
 
@@ -240,7 +241,7 @@ def split_ops(ops: Counter) -> dict[str, int]:
 
 def op_summary(fn: Callable[[], Any]) -> dict[str, Any]:
     """Ops ``fn()`` dispatches: total, layout (views), compute, and the four most issued."""
-    _, ops = count_ops(fn)
+    ops = Counter(dispatched_ops(fn)[1])
     return split_ops(ops) | {"top": [[k, v] for k, v in ops.most_common(4)]}
 
 

@@ -302,46 +302,61 @@ def capture(fn: Callable, *args: Any, dynamic: bool | None = False) -> dict[str,
             "guard_count": len(guard_leaves(tree)), "guards_plain": plain_guards(tree)}
 
 
-def explain(fn: Callable, *args: Any) -> dict[str, Any]:
-    """Graphs, breaks and break reasons (raw, plain, source line) of ``fn(*args)``, and its
-    output: the data of ``torch._dynamo.explain`` from ``ExplainWithBackend`` on a fresh copy,
+def explain(fn: Callable, *args: Any, in_file: str | None = None) -> dict[str, Any]:
+    """Graphs, breaks and break reasons (raw, plain, whole text, source line) of ``fn(*args)``, its
+    output and what it printed: the data of ``torch._dynamo.explain`` from ``ExplainWithBackend`` on a fresh copy,
     without the ``torch._dynamo.reset()`` ``explain`` performs (it would throw away every
-    other compiled function of the session)."""
+    other compiled function of the session). A break's line is the innermost frame in
+    ``in_file`` when given (the user's file), else the innermost frame."""
     torch = require_torch()
     from torch._dynamo.backends.debugging import ExplainWithBackend
 
     eb = ExplainWithBackend("eager")
     t0 = time.perf_counter()
-    out = torch.compile(fresh_function(fn), backend=eb)(*args)
+    with prints_caught() as printed:
+        out = torch.compile(fresh_function(fn), backend=eb)(*args)
     seconds = time.perf_counter() - t0
     ex = eb.output()
     reasons = []
     for r in ex.break_reasons:
-        frame = r.user_stack[-1] if r.user_stack else None
-        reasons.append({"reason": str(r.reason).strip().splitlines()[0][:200], "plain": plain_reason(str(r.reason)),
+        frames = [f for f in r.user_stack if f.filename == in_file] if in_file else []
+        frame = (frames or list(r.user_stack))[-1] if r.user_stack else None
+        text = str(r.reason)
+        reasons.append({"reason": text.strip().splitlines()[0][:200], "plain": plain_reason(text), "text": text,
                         "line": frame.lineno if frame else None, "source": (frame.line or "").strip() if frame else "",
                         "file": frame.filename if frame else ""})
     return {"graphs": ex.graph_count, "breaks": ex.graph_break_count, "reasons": reasons,
-            "ops_per_graph": [len(o) for o in (ex.ops_per_graph or [])], "seconds": seconds, "output": out}
+            "ops_per_graph": [len(o) for o in (ex.ops_per_graph or [])], "seconds": seconds, "output": out,
+            "printed": printed}
 
 
-def jit_attempt(fn: Callable, *args: Any, printed_to: io.StringIO | None = None, calls: int = 3) -> dict[str, Any]:
+@contextlib.contextmanager
+def prints_caught() -> Iterator[list[str]]:
+    """What the code inside prints to stdout, as a list of its non-blank lines (filled on
+    leaving), never the console: an example's ``print`` would otherwise land under the cell."""
+    lines: list[str] = []
+    buf = io.StringIO()
+    try:
+        with contextlib.redirect_stdout(buf):
+            yield lines
+    finally:
+        lines += [ln for ln in buf.getvalue().splitlines() if ln.strip()]
+
+
+def jit_attempt(fn: Callable, *args: Any, calls: int = 3) -> dict[str, Any]:
     """What ``jax.jit`` does with ``fn`` (a fresh copy) over ``calls`` calls: it runs — with the
-    lines ``fn`` printed into ``printed_to`` meanwhile (a print runs while tracing, not per
-    call) and its output — or it raises, kept as data: the error's type and first line."""
+    lines ``fn`` printed meanwhile (a print runs while tracing, not per call) and its output —
+    or it raises, kept as data: the error's type and first line."""
     jax = require_jax()
     jitted = jax.jit(fresh_function(fn))
     out, error = None, None
-    if printed_to is not None:
-        printed_to.seek(0)
-        printed_to.truncate()
-    try:
-        for _ in range(calls):
-            out = jitted(*args)
-            out.block_until_ready()
-    except Exception as exc:  # the expected error, kept as data
-        error = exc
-    printed = [ln for ln in (printed_to.getvalue() if printed_to else "").splitlines() if ln.strip()]
+    with prints_caught() as printed:
+        try:
+            for _ in range(calls):
+                out = jitted(*args)
+                out.block_until_ready()
+        except Exception as exc:  # the expected error, kept as data
+            error = exc
     if error is not None:
         text = [ln.strip() for ln in str(error).splitlines() if ln.strip()]
         return {"ok": False, "error_type": type(error).__name__, "error": text[0][:200] if text else type(error).__name__,

@@ -10,12 +10,11 @@ once per size of one dimension: hit or miss, the guard that failed, when automat
 take over, when the recompile limit falls back to eager (with JAX's cache-miss reasons beside,
 from :func:`demos.introspection.inspector_jax.jax_sweep`).
 
-The private torch APIs this module uses are wrapped here, one place each:
-``torch._dynamo.backends.debugging.ExplainWithBackend`` (graphs, breaks),
-``torch._inductor.config.force_disable_caches`` (a compile with the caches bypassed) and
-``torch.utils._python_dispatch.TorchDispatchMode`` (counting eager's aten ops); Dynamo's logs,
-config and reset go through :mod:`demos.introspection.dynamo`, Inductor's generated code through
-:func:`demos.introspection.hooks.output_code`.
+The private torch API this module uses itself is ``torch._inductor.config.force_disable_caches``
+(a compile with the caches bypassed). Graphs, breaks, Dynamo's logs, config and reset go through
+:mod:`demos.introspection.dynamo`, Inductor's generated code through
+:func:`demos.introspection.hooks.output_code`, and eager's aten ops through
+:func:`demos.engine.model_zoo.dispatched_ops`.
 """
 from __future__ import annotations
 
@@ -27,6 +26,7 @@ from typing import Any, Callable, Sequence
 
 from demos.engine.devices import require_torch, torch_device
 from demos.engine.errors import DemoError
+from demos.engine.model_zoo import dispatched_ops
 from demos.engine.measurement import quiet
 from demos.engine.protocol import declared_state, fresh_function
 from demos.engine.timing import first_call, measure_interleaved, sync_torch
@@ -34,6 +34,7 @@ from demos.introspection import codegen, dynamo
 from demos.introspection.hooks import output_code
 from demos.introspection.inspector_inputs import BUDGET_S, user_error
 from demos.introspection.inspector_jax import jax_sweep
+from demos.introspection.trace import BOOKKEEPING_OPS
 
 # Hints where torch's own reason carries none (its newer reasons end in "Hint: …" lines).
 _HINTS = (
@@ -70,27 +71,6 @@ def _tensors(out: Any) -> list:
     raise DemoError(f"your function returned {type(out).__name__}, not a tensor (return a tensor or a tuple of tensors)")
 
 
-class _OpCounter:
-    """Counts the aten ops eager dispatches (views and allocations left out)."""
-
-    def __init__(self):
-        from torch.utils._python_dispatch import TorchDispatchMode
-
-        from demos.introspection.trace import BOOKKEEPING_OPS
-
-        counter = self
-
-        class Mode(TorchDispatchMode):
-            def __torch_dispatch__(self, func, types_, args=(), kwargs=None):
-                name = "aten::" + func.__name__.split(".")[0]
-                if name not in BOOKKEEPING_OPS:
-                    counter.ops.append(name[6:])
-                return func(*args, **(kwargs or {}))
-
-        self.ops: list[str] = []
-        self.mode = Mode()
-
-
 def hint_for(reason: str) -> str:
     """torch's own hint (its 'Hint:' lines), else ours for the reasons it gives none."""
     hints = [ln.strip()[len("Hint:"):].strip() for ln in reason.splitlines() if ln.strip().startswith("Hint:")]
@@ -103,25 +83,13 @@ def hint_for(reason: str) -> str:
 
 def _breaks(fn: Callable, xs: list, filename: str) -> dict[str, Any]:
     """Graphs, breaks (reason, plain words, your line, hint) and guards, from a capture-only compile."""
-    torch = require_torch()
-    from torch._dynamo.backends.debugging import ExplainWithBackend
-
-    eb = ExplainWithBackend("eager")
     with dynamo.dynamo_logs() as cap:
-        torch.compile(fresh_function(fn, "explain"), backend=eb)(*_clone(xs))
-    ex = eb.output()
-    found = []
-    for r in ex.break_reasons:
-        frames = [f for f in r.user_stack if f.filename == filename] or list(r.user_stack[-1:])
-        fr = frames[-1] if frames else None
-        reason = str(r.reason)
-        found.append({"reason": reason.strip().splitlines()[0][:200], "plain": dynamo.plain_reason(reason),
-                      "hint": hint_for(reason), "line": fr.lineno if fr else None,
-                      "source": (fr.line or "").strip() if fr else ""})
+        ex = dynamo.explain(fn, *_clone(xs), in_file=filename)
+    found = [{"reason": r["reason"], "plain": r["plain"], "hint": hint_for(r["text"]), "line": r["line"],
+              "source": r["source"]} for r in ex["reasons"]]
     trees = dynamo.guard_trees(cap.texts(dynamo.GUARDS))
     tree = next((t for t in trees if "+- " in t), trees[-1] if trees else "")
-    return {"graphs": ex.graph_count, "breaks": ex.graph_break_count, "break_list": found,
-            "ops_per_graph": [len(o) for o in (ex.ops_per_graph or [])],
+    return {"graphs": ex["graphs"], "breaks": ex["breaks"], "break_list": found, "ops_per_graph": ex["ops_per_graph"],
             "guards": dynamo.plain_guards(tree) if tree else [], "guard_count": len(dynamo.guard_leaves(tree))}
 
 
@@ -179,19 +147,16 @@ def inspect_torch(fn: Callable, xs: list, budget_s: float = BUDGET_S, progress=N
         raise
     except Exception as exc:
         raise DemoError(f"your function raised in eager mode: {user_error(exc, filename)}") from None
-    counter = _OpCounter()
-    if "torch.cond" in source or "higher_order" in source:
-        counter.ops = None  # a higher-order op: the counting mode cannot enter it (and would leave it broken)
-    else:
-        try:
+    ops: list[str] | None = None
+    if "torch.cond" not in source and "higher_order" not in source:  # the counting mode cannot enter
+        try:                                                         # a higher-order op (and would break it)
             copies = _clone(xs)  # cloned outside the count
-            with counter.mode:
-                fn(*copies)
+            ops = [op for op in dispatched_ops(lambda: fn(*copies))[1] if "aten::" + op not in BOOKKEEPING_OPS]
         except Exception:  # counting is a nicety: the report says "?" rather than fail
-            counter.ops = None
+            ops = None
     out["mutates"] = any(not torch.equal(a, b) for a, b in zip(ins, xs) if a.dtype == b.dtype and a.shape == b.shape)
-    out["eager_ops"] = None if counter.ops is None else len(counter.ops)
-    out["eager_op_names"] = (counter.ops or [])[:40]
+    out["eager_ops"] = None if ops is None else len(ops)
+    out["eager_op_names"] = (ops or [])[:40]
     with quiet_torch():
         progress(0.2, "capturing graphs, breaks and guards")
         try:

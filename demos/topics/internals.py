@@ -43,7 +43,7 @@ from demos.engine.timing import sync_for
 from demos.engine.workloads import compiled_torch, jitted, tolerance
 from demos.introspection import dynamo
 from demos.topics.internals_code import MAX_LINES, jax_side, slim_stages, source_lines, torch_side  # noqa: F401
-from demos.topics.internals_examples import LOG, VARIANTS, _bind_frameworks, _variant  # noqa: F401
+from demos.topics.internals_examples import VARIANTS, _bind_frameworks, _variant  # noqa: F401
 from demos.topics.internals_inputs import CHANGES, changed_inputs, inputs_1d
 from demos.topics.internals_figures import (JAX_STAGES, TORCH_STAGES, figure_breaks, figure_capture_cost,
                                             figure_guards, figure_pipeline)
@@ -227,7 +227,8 @@ def measure_breaks(run: Run, variant: str = "branch", N: int | None = None, dtyp
     run.progress(0.1, "Dynamo: explaining…")
     x = inputs_1d(N, dtype)
     ex = dynamo.explain(v["torch"], x)
-    ref = to_numpy(v["torch"](x))
+    with dynamo.prints_caught():
+        ref = to_numpy(v["torch"](x))
     data: dict[str, Any] = {"variant": variant, "N": N, "dtype": dtype, "device": torch_device(),
                             "title": v["title"], "fixed": v["fixed"], "torch_source": source_lines(v["torch"]),
                             "torch_matches": bool(np.allclose(to_numpy(ex.pop("output")), ref, **tolerance(dtype))),
@@ -235,7 +236,7 @@ def measure_breaks(run: Run, variant: str = "branch", N: int | None = None, dtyp
     try:
         require_jax()  # no JAX: one line on the JAX side, the torch side still draws
         _bind_frameworks(need_jax=True)
-        ja = dynamo.jit_attempt(v["jax"], to_jax(x), printed_to=LOG)
+        ja = dynamo.jit_attempt(v["jax"], to_jax(x))
         if ja.get("output") is not None:
             ja["matches"] = bool(np.allclose(to_numpy(ja["output"]), ref, **tolerance(dtype)))
         ja.pop("output", None)

@@ -1,16 +1,12 @@
 """Part 4's example functions: a data-dependent branch and a print, and their fixes, as torch /
-JAX twins (what the graph-breaks and capture-cost demos compile). ``print`` writes into ``LOG``,
-which ``dynamo.jit_attempt`` reads (and empties), never the console."""
+JAX twins (what the graph-breaks and capture-cost demos compile). What they print is caught
+(``dynamo.prints_caught``): it is data for the slide, never text under the cell."""
 from __future__ import annotations
 
-import io
 from typing import Any
 
 from demos.engine.devices import require_jax, require_torch
 from demos.engine.errors import unknown_name
-
-LOG = io.StringIO()  # where the examples' print writes (read by dynamo.jit_attempt, never the console)
-
 
 def branch_torch(x):
     y = torch.sin(x) * 2.0
@@ -21,7 +17,7 @@ def branch_torch(x):
 
 def print_torch(x):
     y = torch.sin(x) * 2.0
-    print("checkpoint:", y.shape, file=LOG)
+    print("checkpoint:", y.shape)
     return torch.relu(torch.cos(y) * x + 1.0)
 
 
@@ -54,7 +50,7 @@ def branch_jax(x):
 
 def print_jax(x):
     y = jnp.sin(x) * 2.0
-    print("checkpoint:", y, file=LOG)
+    print("checkpoint:", y)
     return jax.nn.relu(jnp.cos(y) * x + 1.0)
 
 
