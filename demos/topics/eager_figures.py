@@ -75,7 +75,7 @@ def figure_sync_trap(data: dict, reference: dict | None = None):
     axes = [axes] if len(panels) == 1 else list(axes)
     for ax, d in zip(axes, panels):
         where = "seed's GPU, mean ± sd" if d.get("seed") else plots.where_measured(d) + ", median, p10–p90"
-        _trap_axes(ax, d, f"{d['workload']} · {d['dtype']} · {where}")
+        _trap_axes(ax, d, f"{d['workload']} · {d['dtype']}\n{where}")
     axes[0].legend(loc="upper right", fontsize=12)
     parts = []
     for b, r in data["rows"].items():
