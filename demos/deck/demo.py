@@ -57,6 +57,7 @@ from demos.engine.env import WARMED_DIR, package_digest
 from demos.engine.errors import DemoError
 from demos.engine.measurement import Progress, Run
 from demos.engine.protocol import Conditions, forget_all
+from demos.engine.results import jsonable
 
 # =======================================================================================
 # The declaration
@@ -323,7 +324,7 @@ class Demo:
         data.pop("stamp", None)
         if self.configs.slim is not None:
             data = self.configs.slim(data)
-        data = json.loads(json.dumps(data, default=_jsonable))
+        data = json.loads(json.dumps(data, default=jsonable))
         rec.sections.setdefault(self.topic, {})[self.name] = data
         return data
 
@@ -414,14 +415,6 @@ def short_machine(machine: dict) -> str:
     return name.split("(")[0].strip()[:28]
 
 
-def _jsonable(o: Any) -> Any:
-    if hasattr(o, "tolist"):
-        return o.tolist()
-    if isinstance(o, (set, tuple)):
-        return list(o)
-    return str(o)
-
-
 # =======================================================================================
 # The result `make warm` measured for a demo that opens warmed
 # =======================================================================================
@@ -445,7 +438,7 @@ def save_warmed(demo: Demo, data: dict) -> Path | None:
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(".tmp")
         tmp.write_text(json.dumps({"saved": time.strftime("%Y-%m-%d %H:%M"), "source": _source_hash(demo),
-                                   "data": data}, default=_jsonable))
+                                   "data": data}, default=jsonable))
         os.replace(tmp, path)
         return path
     except OSError as exc:

@@ -148,7 +148,7 @@ class Record:
 
         path = Path(path) if path else default_path(self)
         path.parent.mkdir(parents=True, exist_ok=True)
-        text = json.dumps(self.to_dict(), indent=1, sort_keys=False, default=_jsonable) + "\n"
+        text = json.dumps(self.to_dict(), indent=1, sort_keys=False, default=jsonable) + "\n"
         return write_atomic(path, text)
 
     @classmethod
@@ -190,7 +190,9 @@ def upgrade_timings(o: Any) -> Any:
             for k, v in o.items()}
 
 
-def _jsonable(o: Any) -> Any:
+def jsonable(o: Any) -> Any:
+    """What ``json.dumps`` cannot write itself, as JSON: arrays and tensors as lists, numpy
+    scalars as numbers, sets and tuples as lists, anything else as its text."""
     if hasattr(o, "tolist"):
         return o.tolist()
     if hasattr(o, "item"):
