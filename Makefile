@@ -5,6 +5,9 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 PYTEST_ARGS ?=
+# the test files run on two pytest-xdist workers (tests/conftest.py keeps each file, and the files that
+# share the executed parts, on one worker); TEST_WORKERS=0 runs them in one process
+TEST_WORKERS ?= 2
 
 .PHONY: help setup present test test-fast pdf html warm check walk record bench info clean clean-slides lint-slides
 
@@ -54,10 +57,10 @@ pdf: $(STAMP) $(NPM_STAMP)
 	$(PY) -m demos export pdf $(EXPORT_ARGS)
 
 test: $(STAMP)
-	$(PY) -m pytest $(PYTEST_ARGS)
+	$(PY) -m pytest -n $(TEST_WORKERS) $(PYTEST_ARGS)
 
 test-fast: $(STAMP)
-	$(PY) -m pytest -m "not slow and not browser" $(PYTEST_ARGS)
+	$(PY) -m pytest -n $(TEST_WORKERS) -m "not slow and not browser" $(PYTEST_ARGS)
 
 check: $(STAMP)
 	$(PY) -m demos check

@@ -24,6 +24,30 @@ ARTIFACTS = ROOT / "test-artifacts"
 _EXECUTED: dict[str, tuple] = {}
 
 
+# `make test` runs the test files on two pytest-xdist workers, each file whole on one worker (its
+# module fixtures run once). The files that share one headless execution and one browser walk of
+# each part go to one worker together, so no part is executed twice. (A scheduler of our own:
+# pytest-xdist's `xdist_group` does not reach pytest 9's node ids.)
+DECK_FILES = ("test_notebooks.py", "test_export.py", "test_browser.py")
+
+
+def worker_group(nodeid: str) -> str:
+    """The worker a test goes to with: its file, or "deck" for the files that share the parts."""
+    path = nodeid.split("::", 1)[0]
+    return "deck" if path.rsplit("/", 1)[-1] in DECK_FILES else path
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ByGroup(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return worker_group(nodeid)
+
+    return ByGroup(config, log)
+
+
 def pytest_collection_modifyitems(config, items):
     from demos.engine.devices import torch_device
 

@@ -157,9 +157,10 @@ def _static_limit(s: dict[str, Any]) -> int | None:
     return limit if n == min(_shapes(s), limit) == len({e["run_S"] for e in _compiled(s)}) else None
 
 
-def _silent_fallback(s: dict[str, Any]) -> bool:
+def _warned_fallback(s: dict[str, Any]) -> bool:
     hit, evs = s["limit_hit_at"], s["events"]
-    return hit is not None and any(e["fallback"] for e in evs) and not any(e["compiled"] for e in evs[hit:])
+    return (hit is not None and bool(s["limit_message"]) and any(e["fallback"] for e in evs)
+            and not any(e["compiled"] for e in evs[hit:]))
 
 
 def _compiles_no_fallback(s: dict[str, Any]) -> int | None:
@@ -177,7 +178,7 @@ session_claims = Claims(
     Claim("each recompile names the failed guard (a size mismatch)",
           lambda s: all("size mismatch" in e["reason"] for e in _compiled(s)[1:]), applies=_mode("static"),
           key="static_reason"),
-    Claim("after the limit, new shapes run eager, silently: no more compiles", _silent_fallback,
+    Claim("at the limit Dynamo logs a warning; after it, new shapes run eager: no more compiles", _warned_fallback,
           applies=lambda s: s["mode"] == "static" and _shapes(s) > s["limit"], key="static_fallback"),
     Claim("automatic dynamic: at most {threshold} compiles, the second with a symbolic length",
           lambda s: s["compiles"] if s["compiles"] < 2 or _compiled(s)[1]["symbolic"] else None, "<=", 2,

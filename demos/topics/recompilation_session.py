@@ -200,7 +200,7 @@ class Session:
                 reason = "first call: nothing compiled yet"
         elif self.limit_hit_at is not None and self.mode in ("static", "bucket") and run_S not in self.compiled_lengths:
             fallback = True
-            reason = f"recompile limit ({self.limit}) reached: runs eager, silently"
+            reason = f"recompile limit ({self.limit}) reached (Dynamo warned): runs eager"
         return Event(len(self.events), S, run_S, dt, compiled, compiled and self._symbolic_pending, fallback, reason)
 
     def _call_jax(self, S: int, run_S: int, x) -> Event:
