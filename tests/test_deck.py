@@ -282,3 +282,75 @@ def test_ui_bench_times_measuring_and_drawing_apart():
     slow = [{**rows[0], "draw_s": 0.2, "draw_max_s": 0.2, "view": True, "median_s": 0.3}]
     text = report(slow)
     assert "drawing over 0.1 s: fusion.memory" in text and "view-only controls over 0.15 s: fusion.memory" in text
+
+
+# ---------------------------------------------------------------------------------------
+# No test or tool names on slides: the audience sees the lesson, not the harness
+# ---------------------------------------------------------------------------------------
+def _make_targets() -> set[str]:
+    from pathlib import Path
+
+    makefile = (Path(nbtools.PROJECT_ROOT) / "Makefile").read_text()
+    return set(re.findall(r"^([A-Za-z0-9][\w-]*)\s*:(?!=)", makefile, re.M))
+
+
+_HARNESS = [
+    ("a test file", re.compile(r"\btests?/[\w./-]+|\b(?:test_\w+|\w+_test)\.py\b")),
+    ("a test function", re.compile(r"\btest_\w+")),
+    ("'(tested)'", re.compile(r"\(tested\)", re.I)),
+    ("pytest", re.compile(r"\bpytest\b")),
+]
+
+
+def harness_words(text: str, targets: set[str]) -> list[str]:
+    """What a slide's text names of the test harness: a test file, a `test_` function,
+    "(tested)", pytest, or `make X` where X is a target of the Makefile ("make the branch
+    data" is prose: "the" is no target)."""
+    found = [f"{what}: {m.group(0)!r}" for what, rx in _HARNESS for m in rx.finditer(text)]
+    found += [f"a make target: {m.group(0)!r}" for m in re.finditer(r"\bmake\s+([A-Za-z0-9][\w-]*)", text)
+              if m.group(1) in targets]
+    return found
+
+
+def _slide_text_cells(nb):
+    """Markdown cells the audience sees: every markdown cell but speaker notes."""
+    return [(i, c) for i, c in enumerate(nb.cells) if c.cell_type == "markdown"
+            and c.get("metadata", {}).get("slideshow", {}).get("slide_type") != "notes"]
+
+
+@pytest.mark.parametrize("path", PARTS, ids=NAMES)
+def test_no_test_or_tool_names_on_slides(path):
+    """Slides teach compilers, not this repository's harness: a test file, a `test_`
+    function, "(tested)", pytest or a make target belong in the speaker notes."""
+    nb = nbformat.read(str(path), as_version=4)
+    targets = _make_targets()
+    found = [(i, w) for i, c in _slide_text_cells(nb) for w in harness_words(c.source, targets)]
+    assert not found, f"{path.name}: harness names on a slide (move them to the notes): {found}"
+
+
+def test_the_harness_check_catches_a_planted_slide_and_spares_notes_and_prose():
+    targets = _make_targets()
+    assert {"record", "test", "warm", "check"} <= targets, sorted(targets)
+    planted = {
+        "- peaks agree within ±10 % (tested)": "(tested)",
+        "<small>tests/test_model.py checks it</small>": "tests/test_model.py",
+        "- `test_seed_figures_are_cited` guards the seed's numbers": "test_seed_figures_are_cited",
+        "- `make record` stores the peaks": "make record",
+        "- run make warm the day before": "make warm",
+        "- run `pytest -m gpu` on the GPU": "pytest",
+    }
+    for line, word in planted.items():
+        hits = harness_words(line, targets)
+        assert hits and any(word in h for h in hits), (line, hits)
+    for prose in ("## Fixing the break: make the branch data", "- latest_value, contest_id, attested",
+                  "- make it fast: fuse, then measure", "- a test of patience"):
+        assert harness_words(prose, targets) == [], prose
+
+    nb = nbformat.read(str(PARTS[2]), as_version=4)
+    slide = nbformat.v4.new_markdown_cell("- fp32 peaks agree (tested); `make record` stores them")
+    slide.metadata = {"slideshow": {"slide_type": "-"}}
+    notes = nbformat.v4.new_markdown_cell("`make record` stores the peaks (tests/test_roofline.py)")
+    notes.metadata = {"slideshow": {"slide_type": "notes"}}
+    nb.cells[1:1] = [slide, notes]
+    seen = [w for i, c in _slide_text_cells(nb) for w in harness_words(c.source, targets) if i in (1, 2)]
+    assert len(seen) == 2 and "(tested)" in seen[0] and "make record" in seen[1], seen
