@@ -38,7 +38,7 @@ def test_bytes_model_eager_15n_fused_3n():
 def test_panel_sizes_fit_the_device():
     assert fusion.panel_n("cpu") == 2**19 and fusion.N_HI == {"cpu": 23, "gpu": 26}
     assert fusion.default_n("cpu") == WORKLOADS["complex_activation"].defaults("cpu")["N"]
-    assert fusion.panel_n("gpu") == fusion.default_n("gpu")  # the seed's 20M
+    assert fusion.panel_n("gpu") == 2**24  # the slider's power of two nearest the seed's 20M
     assert plots.pow2_label(2**19) == "2^19" and plots.pow2_label(3000) == "3,000"  # the sizes in its stamps
     # the panels open at those sizes (a power-of-two slider: 20M opens at 2^24 on a GPU)
     assert fusion.latency.defaults("cpu")["N"] == 2**19 and fusion.latency.defaults("gpu")["N"] == 2**24

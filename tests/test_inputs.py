@@ -46,6 +46,21 @@ def _one_line(text: str) -> str:
 # ---------------------------------------------------------------------------------------
 # Controls: every declared control refuses its bad values, named, before measuring
 # ---------------------------------------------------------------------------------------
+def test_a_default_the_control_cannot_show_is_refused_at_declaration_and_every_demo_declares_for_both_kinds():
+    # a slider over powers of two cannot open at 768 or 20M: it used to snap silently to a neighbour
+    with pytest.raises(ValueError, match="'width': default 768 is not a power of two from 2\\^8 to 2\\^11"):
+        Pow2("width", 768, lo=8, hi=11)
+    with pytest.raises(ValueError, match="'dtype': default 'float16' is not one of its options"):
+        Choice("dtype", "float16", options=["float32", "bfloat16"])
+    from demos import topics
+
+    for demo in topics.load():  # the GPU declarations too, built here without a GPU
+        for kind in ("cpu", "gpu"):
+            controls = demo.controls(kind) if callable(demo.controls) else demo.controls
+            for c in controls:
+                assert c.check(c.default) == c.default or c.check(c.default) == tuple(c.default), (demo.key, kind, c)
+
+
 def test_control_refusals_name_the_control_and_what_is_allowed():
     assert str(_refusal(Pow2("N", 2**15, lo=10, hi=24), 0)) == "N=0: must be a power of two from 2^10 to 2^24"
     assert str(_refusal(Int("distinct", 12, lo=2, hi=24), 1)) == "distinct=1: must be a whole number from 2 to 24"

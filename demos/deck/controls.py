@@ -121,6 +121,8 @@ class Choice(Control):
             raise ValueError(f"control {self.name!r} has no options")
         if self.default is None:
             self.default = self.values()[0]
+        elif self.default not in self.values():
+            raise ValueError(f"control {self.name!r}: default {self.default!r} is not one of its options")
 
     def values(self) -> list[Any]:
         return [o[1] if isinstance(o, tuple) else o for o in self.options]
@@ -142,7 +144,10 @@ class Pow2(Control):
     hi: int = 0
 
     def __post_init__(self):
-        self.default = min(self.values(), key=lambda v: abs(v - int(self.default or 2**self.lo)))
+        if self.default is None:
+            self.default = 2**self.lo
+        elif self.default not in self.values():  # a default the slider cannot show is a wrong declaration
+            raise ValueError(f"control {self.name!r}: default {self.default!r} is not {self.allowed()}")
 
     def values(self) -> list[int]:
         return [2**k for k in range(self.lo, self.hi + 1)]

@@ -51,10 +51,10 @@ def default_n(kind: str | None = None) -> int:
 
 def panel_n(kind: str | None = None) -> int:
     """N the live panels open at: 2^19 on a CPU (timing the four forms stays under 0.5 s on
-    two cores — XLA's CPU sin/cos alone take ~10 ms at 2^20), the workload default (the
-    seed's 20M) on a GPU. The claims are checked at the workload default too."""
+    two cores — XLA's CPU sin/cos alone take ~10 ms at 2^20); on a GPU 2^24 (16.8M), the slider's
+    power of two nearest the seed's 20M. The claims are checked at the workload default too."""
     kind = kind or device_kind()
-    return 2**19 if kind == "cpu" else default_n(kind)
+    return 2**19 if kind == "cpu" else 2**24
 
 
 def _n_dtype(lo: int) -> Callable[[str], list]:

@@ -46,7 +46,7 @@ SIZES = {"cpu": {"layers": 4, "width": 128, "tokens": "4x64"},
 HEAD_DIM = {"cpu": 32, "gpu": 64}
 TOKENS = {"cpu": (("1 × 32", "1x32"), ("4 × 64", "4x64"), ("8 × 128", "8x128")),
           "gpu": (("1 × 128", "1x128"), ("8 × 512", "8x512"), ("16 × 1024", "16x1024"))}
-WIDTH_EXP = {"cpu": (6, 9), "gpu": (8, 11)}
+WIDTHS = {"cpu": (64, 128, 256, 512), "gpu": (256, 512, 768, 1024, 2048)}  # D; 768 is GPT-2 small's
 LAYERS = {"cpu": (1, 2, 4, 8), "gpu": (1, 4, 12, 24)}
 COST_LAYERS = {"cpu": (2, 4, 8), "gpu": (6, 12, 24)}
 OP_HEAVY = {"cpu": {"tokens": "1x32", "width": 64}, "gpu": {"tokens": "1x128", "width": 256}}
@@ -221,7 +221,7 @@ speed_claims = Claims(
           applies=lambda d: d["step"] == "training" and _op_heavy(d), key="op_heavy"),
     Claim("training step, D={d[cfg][width]} (big matmuls): compiling no longer pays, under {threshold:g}× eager's "
           "speed", lambda d: d["speedup"]["torch_compile"], "<", {"cpu": 1.15},
-          applies=lambda d: d["step"] == "training" and d["cfg"]["width"] == 2**WIDTH_EXP["cpu"][1],
+          applies=lambda d: d["step"] == "training" and d["cfg"]["width"] == WIDTHS["cpu"][-1],
           key="big_matmuls"),
     Claim("training step: torch.compile over {threshold:g}× eager's speed", lambda d: d["speedup"]["torch_compile"],
           ">", {"gpu": 1.0}, applies=_step("training"), key="training"),
@@ -233,13 +233,12 @@ speed = Demo(
     "speed", "Inference and training step: eager vs compiled",
     controls=lambda kind: [Choice("step", "inference", options=STEPS, toggle=True),
                            Choice("tokens", SIZES[kind]["tokens"], label="batch × seq", options=TOKENS[kind]),
-                           Pow2("width", SIZES[kind]["width"], label="width D", lo=WIDTH_EXP[kind][0],
-                                hi=WIDTH_EXP[kind][1]),
+                           Choice("width", SIZES[kind]["width"], label="width D", options=WIDTHS[kind]),
                            Choice("dtype", "float32", options=DTYPES)],
     measure=measure_speed, figure=figure_speed, pacing="warmed", match=("step", "dtype"),
     configs=Configs(warm=lambda demo: _warm(demo, lambda k: [
-        {}, {"step": "training"}, {"tokens": TOKENS[k][0][1]}, {"width": SIZES[k]["width"] // 2}, {"dtype": "bfloat16"},
-        {"step": "training", **OP_HEAVY[k]}, {"step": "training", "width": 2**WIDTH_EXP[k][1]}]),
+        {}, {"step": "training"}, {"tokens": TOKENS[k][0][1]}, {"width": WIDTHS[k][WIDTHS[k].index(SIZES[k]["width"]) - 1]}, {"dtype": "bfloat16"},
+        {"step": "training", **OP_HEAVY[k]}, {"step": "training", "width": WIDTHS[k][-1]}]),
         slim=lambda d: d | {"history": {}}),
     claims=speed_claims,
 )
