@@ -37,6 +37,13 @@ def worker_group(nodeid: str) -> str:
     return "deck" if path.rsplit("/", 1)[-1] in DECK_FILES else path
 
 
+# The groups that take longest, longest first: a worker takes the next group when it is almost done
+# with its last, so the long ones start at once and the short ones fill in (no long group left to
+# run alone at the end). The rest keep their order.
+LONGEST_FIRST = ("deck", "tests/test_ordering.py", "tests/test_demos.py", "tests/test_model.py",
+                 "tests/test_inspector.py", "tests/test_recompilation.py", "tests/test_figure_slots.py")
+
+
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config, log):
     from xdist.scheduler import LoadScopeScheduling
@@ -45,11 +52,16 @@ def pytest_xdist_make_scheduler(config, log):
         def _split_scope(self, nodeid: str) -> str:
             return worker_group(nodeid)
 
+    config.option.loadscopereorder = False  # the collection's order (below), not the most tests first
     return ByGroup(config, log)
 
 
 def pytest_collection_modifyitems(config, items):
     from demos.engine.devices import torch_device
+
+    if os.environ.get("PYTEST_XDIST_WORKER"):  # what a worker collects is the order the groups are handed out
+        rank = {g: i for i, g in enumerate(LONGEST_FIRST)}
+        items.sort(key=lambda item: rank.get(worker_group(item.nodeid), len(rank)))
 
     if torch_device() != "cuda":
         skip = pytest.mark.skip(reason="needs an NVIDIA GPU (run `pytest -m gpu` on a GPU machine)")
