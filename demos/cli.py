@@ -1,4 +1,4 @@
-"""``python -m demos info | bench | record | trace`` — the engine without Jupyter."""
+"""``python -m demos info | bench | record | trace | quiz | …`` — the deck without Jupyter."""
 from __future__ import annotations
 
 import argparse
@@ -148,6 +148,12 @@ def cmd_check(args: argparse.Namespace) -> int:
     return check_main(_demos(args.demo))
 
 
+def cmd_quiz(args: argparse.Namespace) -> int:
+    from demos.deck.quiz import main as quiz_main
+
+    return quiz_main(_demos(args.demo), measure=not args.record_only, everything=args.measure)
+
+
 def cmd_ui_bench(args: argparse.Namespace) -> int:
     from demos.deck.uibench import report, run
 
@@ -289,6 +295,13 @@ def main(argv: list[str] | None = None) -> int:
     p = sub.add_parser("check", help="pre-lecture check: every demo at its defaults, its claims, the environment")
     p.add_argument("--demo", help="comma-separated demos or topics (default: all)")
     p.set_defaults(func=cmd_check)
+    p = sub.add_parser("quiz", help="the lecturer's sheet: every question the slides ask, with this machine's "
+                       "answer and the record's")
+    p.add_argument("--demo", help="comma-separated demos or topics (default: all)")
+    p.add_argument("--record-only", action="store_true", help="measure nothing: the record's answers alone")
+    p.add_argument("--measure", action="store_true",
+                   help="measure every demo again, also those whose panels open on `make warm`'s result")
+    p.set_defaults(func=cmd_quiz)
     p = sub.add_parser("warm", help="compile every demo's defaults into the caches in .cache/")
     p.add_argument("--demo", help="comma-separated demos or topics (default: all)")
     p.set_defaults(func=cmd_warm)

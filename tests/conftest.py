@@ -176,6 +176,8 @@ def run_cells_on_slide(page, timeout_s: float = 300) -> float:
     import re
     import time
 
+    from demos.deck.walk import predict
+
     t0 = time.perf_counter()
     cells = page.locator(".reveal .slides section.present:not(.stack) .jp-CodeCell")
     for i in range(cells.count()):
@@ -193,6 +195,8 @@ def run_cells_on_slide(page, timeout_s: float = 300) -> float:
             if time.perf_counter() - t0 > timeout_s:
                 raise AssertionError(f"a cell did not finish within {timeout_s:.0f} s: {cell.inner_text()[:80]!r}")
             time.sleep(0.25)
+        time.sleep(0.3)  # the panel's question lays out
+        predict(cell)  # a panel that asks first: answer A, as a student predicting does
     time.sleep(0.5)  # let the widgets lay out
     return time.perf_counter() - t0
 

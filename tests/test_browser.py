@@ -15,7 +15,7 @@ import nbformat
 import pytest
 
 from demos.deck.nbtools import parts
-from demos.deck.walk import CURRENT, console_report, open_slideshow
+from demos.deck.walk import CURRENT, console_report, open_slideshow, predict
 from demos.deck.walk import shutdown_kernels as _shutdown_kernels
 
 from conftest import FIXTURE_DECK, WALKED_ELSEWHERE, walked_deck  # (server, browser_ctx: fixtures there)
@@ -61,12 +61,21 @@ def _go_to_cell(page, text: str, limit: int = 80) -> None:
     raise AssertionError(f"no slide with a code cell {text!r}")
 
 
-def _run_live_cell(page, text: str, timeout_ms: int) -> str:
+def _run_live_cell(page, text: str, timeout_ms: int, asked: bool = False) -> str:
     cell = page.locator("section.present .jp-CodeCell", has_text=text).first
     cell.locator(".jp-InputArea-editor").click()
     page.keyboard.press("Shift+Enter")
     img = cell.locator(".jitdeck-panel .jp-OutputArea-output img").first
+    choices = cell.locator(".jitdeck-ask .jitdeck-choice")
+    if asked:  # the question comes first, the figure only after a choice
+        choices.first.wait_for(state="visible", timeout=timeout_ms)
+        assert not img.is_visible()
+        predict(cell, 1)
     img.wait_for(state="visible", timeout=timeout_ms)
+    if asked:
+        mark = cell.locator(".jitdeck-mark").first
+        mark.wait_for(state="visible", timeout=timeout_ms)
+        assert "you said B" in mark.inner_text() and "this machine" in mark.inner_text(), mark.inner_text()
     page.keyboard.press("Escape")
     # The widget rendered as a widget: a real slider, not the text repr of RISE issues #119/#126.
     assert cell.locator(".jitdeck-panel .widget-slider, .jitdeck-panel .widget-dropdown").count() >= 1
@@ -91,7 +100,7 @@ def test_live_cell_renders_and_slider_redraws_in_rise(server, browser_ctx, artif
     page, _ = open_slideshow(browser_ctx, server, FIXTURE)
     try:
         _go_to_cell(page, "sample_panel.panel()")
-        old = _run_live_cell(page, "sample_panel.panel()", 120_000)
+        old = _run_live_cell(page, "sample_panel.panel()", 120_000, asked=True)
         cell = page.locator("section.present .jp-CodeCell", has_text="sample_panel.panel()").first
         page.screenshot(path=str(artifacts / "browser" / "live-before.png"))
         readout = cell.locator(".widget-readout").first
@@ -143,7 +152,7 @@ def test_part1_live_cell_runs_and_its_slider_moves_in_rise(server, browser_ctx, 
     try:
         _go_to_cell(page, text)
         t0 = time.perf_counter()
-        old = _run_live_cell(page, text, 300_000)
+        old = _run_live_cell(page, text, 300_000, asked=True)
         first_render = time.perf_counter() - t0
         cell = page.locator("section.present .jp-CodeCell", has_text=text).first
         page.screenshot(path=str(artifacts / "browser" / f"{nb_path.stem}-live-before.png"))

@@ -8,6 +8,7 @@ The page PNGs land in test-artifacts/export/.
 """
 from __future__ import annotations
 
+import copy
 import os
 import re
 import subprocess
@@ -19,6 +20,7 @@ import nbformat
 import pytest
 
 from demos.deck import export
+from demos.deck.asks import questions_first
 from demos.engine.errors import DemoError
 from demos.deck.nbtools import parts, slide_count
 
@@ -109,7 +111,8 @@ def exported(tmp_path_factory):
     assert ex.lecture == ex.pdf_dir / "jit-lecture.pdf"
     for path, d in zip(notebooks, built["parts"]):
         assert d["name"] == path.stem
-        nb = executed[path][0]
+        nb = copy.deepcopy(executed[path][0])
+        questions_first(nb)  # as the export lays it out: each question on a page before its answer
         ex.items.append({"name": d["name"], "nb": nb, "html": ex.html_dir / f"{d['name']}.slides.html",
                          "slides": slide_count(nb), "execute_s": d["execute_s"], "pdf": Path(d["pdf"]),
                          "pages": export.pdf_pages(Path(d["pdf"]))})
@@ -228,6 +231,46 @@ def _pages_with_images(pdf: Path) -> set[int]:
 
 @pytest.mark.slow
 @pytest.mark.browser
+def test_each_question_has_its_own_page_just_before_its_answer(exported):
+    """Headless, a live slide's question is a page of its own (the question and its lettered
+    choices, no figure), and the next page is the slide that answers it (the figure and the
+    answer line)."""
+    asked = 0
+    for it in exported.items:
+        nb, where = it["nb"], _page_of_cells(it["nb"])
+        images = _pages_with_images(it["pdf"])
+        for i, c in enumerate(nb.cells):
+            if c.cell_type != "markdown" or not c.source.startswith("## Predict first"):
+                continue
+            asked += 1
+            page = where[i]
+            text = subprocess.run(["pdftotext", "-f", str(page), "-l", str(page), "-layout", str(it["pdf"]), "-"],
+                                  capture_output=True, text=True, check=True).stdout
+            question = c.source.split("**")[1]
+            assert " ".join(question.split()[:6]) in " ".join(text.split()), (it["name"], page, text[:300])
+            assert "A." in text and "C." in text and page not in images, (it["name"], page)
+            answer = next(j for j in range(i + 1, len(nb.cells)) if nb.cells[j].cell_type == "code")
+            assert where[answer] == page + 1 and page + 1 in images, (it["name"], page)
+            after = subprocess.run(["pdftotext", "-f", str(page + 1), "-l", str(page + 1), str(it["pdf"]), "-"],
+                                   capture_output=True, text=True, check=True).stdout
+            assert "Answer —" in after and "this machine" in after, (it["name"], page + 1, after[-300:])
+    parts_asked = sum(1 for it in exported.items for c in it["nb"].cells if c.cell_type == "code"
+                      and _asks(c.source))
+    assert asked == parts_asked and asked > 20
+
+
+def _asks(source: str) -> bool:
+    """Does this live cell call a demo that asks first?"""
+    from demos import topics
+
+    by_key = {d.key: d for d in topics.load()}
+    lines = [ln.strip() for ln in source.splitlines() if ln.strip()]
+    key = lines[-1].split("(", 1)[0] if lines else ""
+    return key in by_key and by_key[key].ask is not None or key == "sample_panel.panel"
+
+
+@pytest.mark.slow
+@pytest.mark.browser
 def test_pages_with_live_cells_contain_their_figure(exported):
     for it in exported.items:
         nb = it["nb"]
@@ -257,7 +300,7 @@ def test_make_pdf_with_recorded_results_draws_the_record(tmp_path):
                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
     assert run.returncode == 0, run.stderr[-2000:]
     assert "[1/1] sample_deck.ipynb: executing with recorded results recorded.json" in run.stdout
-    assert re.search(r"\[1/1\] sample_deck.pdf: 6 pages", run.stdout), run.stdout
+    assert re.search(r"\[1/1\] sample_deck.pdf: 7 pages", run.stdout), run.stdout  # 6 slides and the question's page
     assert (tmp_path / "pdf" / "jit-lecture.pdf").exists()
     (ARTIFACTS / "export").mkdir(parents=True, exist_ok=True)
     (ARTIFACTS / "export" / "cli-recorded-pdf.txt").write_text(run.stdout + f"\nwall {time.perf_counter() - t0:.1f} s\n")

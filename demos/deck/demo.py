@@ -101,6 +101,7 @@ class Drawn(NamedTuple):
     result: Any
     conditions: Conditions | None = None
     split: dict | None = None
+    data: dict | None = None  # what was drawn (the measurement, or the recorded run)
 
 
 class _State:
@@ -131,6 +132,9 @@ class Demo:
     # what the slide claims of a measurement at the defaults: a demos.deck.claims.Claims (thresholds
     # declared once), checked by `make check` on the lecture's machine and by the tests on CI's CPU
     claims: Any = None
+    # what the slide asks the room before it shows the figure (a demos.deck.asks.Ask, its choices
+    # read through one of the claims): every demo that makes claims asks first
+    ask: Any = None
     seed: Reported | None = None
     # defaults that follow other controls' values (a preset fills a code box): values -> {name: value},
     # applied to each control the caller did not set
@@ -292,8 +296,20 @@ class Demo:
         out = dict(data)
         out["recorded"] = True
         out["stamp"] = plots.machine_stamp(record.machine, data.get("extra", ""), record.created)
-        out["machine_short"] = short_machine(record.machine)
+        out["machine_short"] = plots.short_machine(record.machine)
         return out
+
+    def answering_reference(self, values: dict[str, Any] | None = None) -> tuple[dict | None, str]:
+        """The reference a question's mark quotes, and its label: the reference drawn beside
+        ``values``, else the record's own measurement of this demo at the sizes it was recorded
+        at (said so in the label), else (None, "")."""
+        ref, own = self.reference(values), ""
+        if ref is None and values is not None:
+            ref, own = self.reference(None, seed=False), " (at its own sizes)"
+        if ref is None:
+            return None, ""
+        name = ref.get("machine_short", "recorded")
+        return ref, (name if ref.get("seed") else f"{name} record") + own
 
     def seed_reference(self, values: dict[str, Any] | None = None) -> dict | None:
         """The seed's reported figures for ``values``, stamped as reported (never as measured)."""
@@ -363,14 +379,14 @@ class Demo:
                 raise DemoError(f"the recorded run has no {self.key} measurement"
                                 + (f" for {', '.join(f'{k}={values.get(k)}' for k in self.match)}"
                                    if self.match else ""))
-            return Drawn(self.figure(ref, None))
+            return Drawn(self.figure(ref, None), data=ref)
         t0 = time.perf_counter()
         data, cond = self._measured(values, progress)
         reference = self.reference(values)
         t1 = time.perf_counter()
         fig = self.figure(data, reference)
         # what a redraw spent measuring and building the figure (`ui-bench` reports them apart)
-        return Drawn(fig, cond, {"measure_s": t1 - t0, "figure_s": time.perf_counter() - t1})
+        return Drawn(fig, cond, {"measure_s": t1 - t0, "figure_s": time.perf_counter() - t1}, data)
 
     def panel(self, **overrides: Any):
         """The live panel (a ``ui.Panel``); ``overrides`` set controls' starting values."""
@@ -407,12 +423,6 @@ def _replace_default(c: Control, value: Any) -> Control:
     c = copy.copy(c)
     c.default = value
     return c
-
-
-def short_machine(machine: dict) -> str:
-    name = machine.get("gpu_name") or machine.get("device_name") or "recorded"
-    name = name.replace("NVIDIA ", "").replace("CPU: ", "")
-    return name.split("(")[0].strip()[:28]
 
 
 # =======================================================================================

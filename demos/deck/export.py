@@ -20,6 +20,7 @@ notebook, export and figure tests) hands it to :func:`build_html` / :func:`build
 from __future__ import annotations
 
 import argparse
+import copy
 import hashlib
 import json
 import os
@@ -298,6 +299,7 @@ def build_html(notebooks: list[Path], out: Path | None = None, results: Path | N
     (with these ``results``), as ``{path: (notebook, seconds)}``; those are converted as they are,
     not executed again (nor looked up in, or written to, build/executed). Without it (``make html``,
     ``make pdf``) every part goes through :func:`execute_part`."""
+    from demos.deck.asks import questions_first
     from demos.deck.nbtools import slide_count
 
     out = out or (BUILD / "html")
@@ -319,10 +321,12 @@ def build_html(notebooks: list[Path], out: Path | None = None, results: Path | N
             lacking = placeholder_figures(nb)
             if lacking:
                 _lacking(results, [f"{nb_path.name[:2]}:{k}" for k in lacking], placeholders)
+        nb = copy.deepcopy(nb)
+        asked = questions_first(nb)  # each live slide's question on its own page, before the answer
         html = to_slides_html(nb, out, nb_path.stem)
         n = slide_count(nb)
         log(f"[{i}/{len(notebooks)}] {nb_path.name}: {'executed already' if cached == 'given' else 'cached' if cached else f'executed in {secs:.0f} s'}, "
-            f"{n} slides → {html.relative_to(PROJECT_ROOT) if html.is_relative_to(PROJECT_ROOT) else html} "
+            f"{n} slides ({asked} of them questions) → {html.relative_to(PROJECT_ROOT) if html.is_relative_to(PROJECT_ROOT) else html} "
             f"({time.perf_counter() - t0:.0f} s)")
         done.append({"name": nb_path.stem, "html": html, "execute_s": secs, "slides": n,
                      "title": nb.metadata.get("title", nb_path.stem)})

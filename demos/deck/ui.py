@@ -71,6 +71,7 @@ class Panel:
         self.last_html: str = ""
         self.last_error: str | None = None
         self.last_values: dict[str, Any] = {}
+        self.last_data: dict | None = None  # what the latest redraw drew (what the mark reads)
         self.last_seconds: float | None = None
         self.last_encode_s: float | None = None  # PNG encoding of the last redraw
         self.slot = FigureSlot()  # the figure a redraw draws into: its axes, ticks and layout stay between redraws
@@ -116,12 +117,76 @@ class Panel:
         else:
             for c in self._controls.values():
                 c.observe(lambda _change: self.update(), names="value")
-        controls = w.HBox(row, layout=w.Layout(flex_flow="row wrap", align_items="center"))
+        self.controls_row = w.HBox(row, layout=w.Layout(flex_flow="row wrap", align_items="center"))
         keys = w.HTML(value=KEY_GUARD, layout=w.Layout(width="0px", height="0px", overflow="hidden"))
-        self.widget = w.VBox([controls, w.HBox([self.progress_bar, self.status]), self.out, self.table, keys],
-                             layout=w.Layout(width="100%"))
+        self.mark = w.HTML(value="")
+        parts = [self.controls_row, w.HBox([self.progress_bar, self.status]), self.mark, self.out, self.table, keys]
+        if self.ask is not None:
+            parts.insert(0, self._build_ask(w))
+        self.widget = w.VBox(parts, layout=w.Layout(width="100%"))
         self.widget.add_class("jitdeck-panel")
         self._built = True
+
+    # the question first ---------------------------------------------------------------
+    @property
+    def ask(self):
+        return getattr(self.demo, "ask", None)
+
+    def _build_ask(self, w):
+        """The question and its choices; the controls, the figure and its table stay hidden until
+        a choice (or the reveal button) is pressed."""
+        ask = self.ask
+        self.revealed = False
+        self.chosen: int | None = None
+        self.choice_buttons = []
+        for i, text in enumerate(ask.lettered()):
+            b = w.Button(description=text, tooltip=text, layout=w.Layout(width="auto", max_width="100%"))
+            b.add_class("jitdeck-choice")
+            b.on_click(lambda _b, i=i: self.reveal(i))
+            self.choice_buttons.append(b)
+        self.reveal_button = w.Button(description="Show the answer", icon="eye", layout=w.Layout(width="auto"))
+        self.reveal_button.add_class("jitdeck-reveal")
+        self.reveal_button.on_click(lambda _b: self.reveal(None))
+        question = w.HTML(value=f"<b class='jitdeck-question'>{html.escape(ask.question)}</b>")
+        self.ask_box = w.VBox([question, w.HBox(self.choice_buttons + [self.reveal_button],
+                                                layout=w.Layout(flex_flow="row wrap"))])
+        self.ask_box.add_class("jitdeck-ask")
+        for part in (self.controls_row, self.out, self.table):
+            part.layout.display = "none"
+        return self.ask_box
+
+    def reveal(self, chosen: int | None = None) -> None:
+        """Show the figure (the room chose ``chosen``, or asked to see it) and mark the choice."""
+        self._build()
+        self.chosen, self.revealed = chosen, True
+        self.ask_box.layout.display = "none"
+        for part in (self.controls_row, self.out, self.table):
+            part.layout.display = None
+        self._mark()
+
+    def _mark(self) -> None:
+        if self.ask is None or not getattr(self, "revealed", False):
+            return
+        from demos.deck.asks import mark_html
+
+        here, record, record_label = self.answers()
+        self.mark.value = mark_html(self.ask, self.chosen, here, self._here_label(), record, record_label)
+
+    def _here_label(self) -> str:
+        from demos.engine.plots import this_machine
+
+        return this_machine()
+
+    def answers(self) -> tuple[dict | None, dict | None, str]:
+        """(what this panel shows now, the reference's data, its label) for the mark."""
+        here = self.last_data
+        try:
+            if recorded_only():  # the figure drawn is the record's: its answer is the one to give
+                return here, here, "the " + self.demo.answering_reference(None)[1]
+            ref, label = self.demo.answering_reference(self.last_values or self.values())
+        except Exception:  # a bad record says nothing here: the figure says it
+            return here, None, ""
+        return here, ref, label
 
     def _redraw_view(self) -> None:
         if self.renders:  # nothing drawn yet: the view applies to the first Run
@@ -150,12 +215,14 @@ class Panel:
                 try:
                     with drawing_into(self.slot):
                         result = self.demo.figure(self.initial, self.demo.reference(values))
+                    self.last_data = self.initial
                 except Exception:  # a warm result this code cannot draw: measure instead
                     self.initial = None
             if result is None:
                 with drawing_into(self.slot):
                     drawn = self.render_fn(values, self.progress)
                 result, self.last_conditions, self.last_split = drawn.result, drawn.conditions, drawn.split
+                self.last_data = drawn.data
             self.last_error = None
         except Exception as exc:  # one line, kernel survives
             release_memory()
@@ -213,6 +280,7 @@ class Panel:
             self.table.value = table
         self.progress_bar.layout.visibility = "hidden"
         self.status.value = self.status_line()
+        self._mark()
 
     def status_line(self) -> str:
         """The status after a redraw: the error, or how long it took — and, when other processes
@@ -229,6 +297,12 @@ class Panel:
         """Headless: the default figure as a plain PNG output (exports carry real plots)."""
         from IPython.display import HTML, display
 
+        from IPython.display import Markdown
+
+        from demos.deck.asks import QUESTION_META, answer_line
+
+        if self.ask is not None:  # the export lifts it onto its own page, before the answer
+            display(Markdown(self.ask.markdown()), metadata={QUESTION_META: True})
         fig, table = self.compute()
         if fig is None:
             fig = message_figure(self.last_error or "nothing to show", self.title)
@@ -240,20 +314,28 @@ class Panel:
             display(HTML(table))
         if self.last_error:
             print(f"⚠ {self.last_error}")
+        elif self.ask is not None:
+            here, record, label = self.answers()
+            line = (f"Answer — {label}: {self.ask.said(record)}" if recorded_only() and record is not None
+                    else answer_line(self.ask, here, self._here_label(), record, label))
+            display(HTML(f"<p class='jitdeck-answer'>{html.escape(line)}</p>"))
 
     def show(self):
         if static_mode():
             self.render_static()
             return None
+        from IPython.display import display
+
         self._build()
+        if self.ask is not None:  # the question is up while the measurement runs
+            display(self.widget)
         self.update()
         if self.initial is not None and not self.last_error:
             then = "press Run to measure it again" if self.run_button else "move a control to measure live"
             self.status.value = ("<span class='jitdeck-ok' style='color:#555'>the result `make warm` measured; "
                                  f"{then}</span>")
-        from IPython.display import display
-
-        display(self.widget)
+        if self.ask is None:
+            display(self.widget)
         return None
 
     def _ipython_display_(self):  # pragma: no cover - exercised in notebooks

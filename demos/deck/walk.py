@@ -55,15 +55,24 @@ CURRENT = """() => {
           width: slides.offsetWidth, height: slides.offsetHeight};
 }"""
 
-# A live cell is done when its panel shows a decoded figure or its one-line error.
+# A live cell is done when its panel shows a decoded figure (on screen: a panel that asks first
+# keeps it hidden until a choice) or its one-line error.
+SHOWN_IMG = "img => !!(img && img.complete && img.naturalWidth > 0 && img.getClientRects().length)"
 FIGURE_SHOWN = """c => {
   const img = c.querySelector('.jitdeck-panel .jp-OutputArea-output img');
-  if (img && img.complete && img.naturalWidth > 0) return 'figure';
+  if ((""" + SHOWN_IMG + """)(img)) return 'figure';
   if (c.querySelector('.jitdeck-error')) return 'error';
   const prompt = c.querySelector('.jp-InputPrompt');  // a cell that draws no panel (e.g. a verdict table)
   if (prompt && /\\[\\d+\\]/.test(prompt.textContent) && !c.querySelector('.jitdeck-panel')
       && c.querySelector('.jp-OutputArea-output')) return 'output';
   return false;
+}"""
+
+# A panel that asks first shows its question (its choices on screen) before its figure.
+ASKED_OR_SHOWN = """c => {
+  const choice = c.querySelector('.jitdeck-ask .jitdeck-choice');
+  if (choice && choice.getClientRects().length) return 'asked';
+  return (""" + FIGURE_SHOWN + """)(c);
 }"""
 
 # The code cells of the current slide once they ran: the last line of each, whether it displayed a
@@ -92,7 +101,9 @@ CELLS = "() => {" + _OWN_OUTPUTS + """
             prompt: ((c.querySelector('.jp-InputPrompt') || {}).textContent || '').trim(),
             widget: own(c).some(isWidget),
             panel: !!c.querySelector('.jitdeck-panel'),
-            figure: !!(img && img.complete && img.naturalWidth > 0),
+            figure: (""" + SHOWN_IMG + """)(img),
+            asked: !!c.querySelector('.jitdeck-ask'),
+            mark: ((c.querySelector('.jitdeck-mark') || {}).textContent || '').trim(),
             panel_error: ((c.querySelector('.jitdeck-panel .jitdeck-error') || {}).textContent || '').trim(),
             stderr: own(c).filter(o => mime(o) === 'application/vnd.jupyter.stderr')
                           .map(o => o.textContent.trim().slice(0, 300)),
@@ -108,7 +119,7 @@ CELLS_SETTLED = "() => {" + _OWN_OUTPUTS + """
     const panel = c.querySelector('.jitdeck-panel');
     if (!panel) return false;
     const img = panel.querySelector('.jp-OutputArea-output img');
-    return !!(img && img.complete && img.naturalWidth > 0) || !!panel.querySelector('.jitdeck-error');
+    return (""" + SHOWN_IMG + """)(img) || !!panel.querySelector('.jitdeck-error');
   });
 }"""
 
@@ -195,16 +206,36 @@ def live_cells(page):
     return [cells.nth(i) for i in range(cells.count()) if cells.nth(i).is_visible()]
 
 
-def time_to_figure(page, cell, timeout_s: float = 180.0) -> dict[str, Any]:
+def predict(cell, choice: int = 0) -> bool:
+    """Press choice ``choice`` (0 = A) of the question a panel asks, as a student predicting does
+    (the figure is shown once the kernel is free). False when the cell asks nothing."""
+    buttons = cell.locator(".jitdeck-ask .jitdeck-choice")
+    if not buttons.count() or not buttons.first.is_visible():
+        return False
+    buttons.nth(min(choice, buttons.count() - 1)).click()
+    return True
+
+
+def time_to_figure(page, cell, timeout_s: float = 180.0, choice: int = 0, shots: Path | None = None) -> dict[str, Any]:
     """Shift+Enter in ``cell`` as a presenter does; seconds until its figure (or its error) is on
-    screen, and what the panel's status line then says."""
+    screen, and what the panel's status line then says. A panel that asks first is answered with
+    ``choice`` once its question is up (a screenshot of the question to ``shots``); the row says
+    when the question came and what the mark then said."""
     cell.locator(".jp-InputArea-editor").click()
     page.keyboard.press("Escape")  # command mode on this cell: the click placed the cursor
     handle = cell.element_handle()
     t0 = time.perf_counter()
     page.keyboard.press("Shift+Enter")
+    asked_s = None
     try:
-        shown = page.wait_for_function(FIGURE_SHOWN, arg=handle, polling=50, timeout=timeout_s * 1000).json_value()
+        shown = page.wait_for_function(ASKED_OR_SHOWN, arg=handle, polling=50, timeout=timeout_s * 1000).json_value()
+        if shown == "asked":  # the question is up: predict, as the room does, and wait for the figure
+            asked_s = time.perf_counter() - t0
+            if shots is not None:
+                page.screenshot(path=str(shots))
+            predict(cell, choice)
+            shown = page.wait_for_function(FIGURE_SHOWN, arg=handle, polling=50,
+                                           timeout=timeout_s * 1000).json_value()
     except Exception:  # playwright's TimeoutError
         shown = "nothing"
     seconds = time.perf_counter() - t0
@@ -216,7 +247,10 @@ def time_to_figure(page, cell, timeout_s: float = 180.0) -> dict[str, Any]:
             break
         time.sleep(0.1)
     code = (cell.locator(".jp-InputArea-editor").inner_text() or "").strip().splitlines()
-    return {"cell": code[-1].strip() if code else "?", "shown": shown, "seconds": seconds, "status": status[:200]}
+    marks = cell.locator(".jitdeck-mark")
+    mark = marks.first.inner_text().strip() if marks.count() else ""
+    return {"cell": code[-1].strip() if code else "?", "shown": shown, "seconds": seconds, "status": status[:200],
+            "asked_s": asked_s, "mark": mark}
 
 
 # -- the console ---------------------------------------------------------------------------
@@ -260,12 +294,14 @@ def walk_part(ctx, plan, nb_path: Path, shots: Path) -> list[dict]:
 
     def run_live(cur: dict) -> dict | None:
         cells = live_cells(page)
-        for cell in cells:
-            row = time_to_figure(page, cell)
-            row.update(part=nb_path.stem, slide=cur["num"].split("/")[0], id=cur["id"])
+        num = cur["num"].split("/")[0]
+        for k, cell in enumerate(cells):
+            row = time_to_figure(page, cell, shots=shots / f"{nb_path.stem}-{num:>02}-{k}-asked.png")
+            row.update(part=nb_path.stem, slide=num, id=cur["id"])
             rows.append(row)
+            asked = f" (asked at {row['asked_s']:.2f} s; {row['mark'][:60]})" if row["asked_s"] is not None else ""
             print(f"  slide {row['slide']:>3} {row['cell']:<40} {row['shown']:<7} {row['seconds']:5.2f} s"
-                  f"  {row['status'][:70]}", flush=True)
+                  f"  {row['status'][:70]}{asked}", flush=True)
         if cells:
             time.sleep(0.3)
             page.screenshot(path=str(shots / f"{nb_path.stem}-{cur['num'].split('/')[0]:>02}.png"))
@@ -283,11 +319,14 @@ def walk_part(ctx, plan, nb_path: Path, shots: Path) -> list[dict]:
 
 def report(rows: list[dict], stamp: str) -> str:
     lines = [f"# Shift+Enter → figure, every live slide ({stamp})", "",
-             "| part | slide | live cell | shown | seconds | the panel's status line |",
-             "| --- | ---: | --- | --- | ---: | --- |"]
+             "A panel that asks first is answered with choice A as soon as its question is up; the seconds run "
+             "from Shift+Enter to the figure on screen.", "",
+             "| part | slide | live cell | shown | question at | seconds | the panel's status line | the mark |",
+             "| --- | ---: | --- | --- | ---: | ---: | --- | --- |"]
     for r in rows:
-        lines.append(f"| {r['part']} | {r['slide']} | `{r['cell']}` | {r['shown']} | {r['seconds']:.2f} | "
-                     f"{r['status'].replace('|', '/')} |")
+        asked = f"{r['asked_s']:.2f}" if r.get("asked_s") is not None else "–"
+        lines.append(f"| {r['part']} | {r['slide']} | `{r['cell']}` | {r['shown']} | {asked} | {r['seconds']:.2f} | "
+                     f"{r['status'].replace('|', '/')} | {r.get('mark', '').replace('|', '/')} |")
     if rows:
         secs = sorted(r["seconds"] for r in rows)
         over = [r for r in rows if r["seconds"] > TARGET_S or r["shown"] not in ("figure", "output")]

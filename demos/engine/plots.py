@@ -301,6 +301,19 @@ def two_columns(fig: Figure) -> None:
     fig.add_artist(Line2D([0.5, 0.5], [0.11, 0.98], transform=fig.transFigure, color="#cccccc", lw=1))  # above the footer
 
 
+def this_machine() -> str:
+    """This machine in a few words, as a mark names it beside the record's."""
+    from demos.engine.devices import device_name
+
+    return "this machine (" + short_machine({"device_name": device_name()}) + ")"
+
+
+def short_machine(machine: dict) -> str:
+    name = machine.get("gpu_name") or machine.get("device_name") or "recorded"
+    name = name.replace("NVIDIA ", "").replace("CPU: ", "")
+    return name.split("(")[0].strip()[:28]
+
+
 def where_measured(data: dict[str, Any]) -> str:
     """Where a measurement comes from, in a few words: the recorded machine, or "here"."""
     return data.get("machine_short", "recorded") if data.get("recorded") else "here"

@@ -18,6 +18,7 @@ from __future__ import annotations
 import math
 from typing import Any, Callable
 
+from demos.deck import asks
 from demos.deck.claims import Claim, Claims
 from demos.deck.demo import Choice, Configs, Demo, Pow2, Pow2Range, Reported
 from demos.engine import plots
@@ -66,15 +67,19 @@ def measure_timeline(run: Run, N: int | None = None, dtype: str = "float32", pas
     return data
 
 
+timeline_claims = Claims(
+    Claim("eager issues {threshold} separate aten ops", lambda d: d["counts"]["ops"], "==", 6, key="ops"),
+    Claim("each op runs as its own kernel ({threshold})", lambda d: d["counts"]["kernels"], ">=", 6, key="kernels"),
+)
+
+
 timeline = Demo(
     "timeline", "Eager timeline",
     controls=lambda kind: [Pow2("N", TIMELINE_N[kind], lo=TIMELINE_EXP[kind][0], hi=TIMELINE_EXP[kind][1]), Choice("dtype", "float32", options=DTYPES)],
     measure=measure_timeline, figure=figure_timeline, match=("dtype",),
-    configs=Configs(quick={"N": 2**16}),
-    claims=Claims(
-        Claim("eager issues {threshold} separate aten ops", lambda d: d["counts"]["ops"], "==", 6, key="ops"),
-        Claim("each op runs as its own kernel ({threshold})", lambda d: d["counts"]["kernels"], ">=", 6,
-              key="kernels")),
+    configs=Configs(quick={"N": 2**16}), claims=timeline_claims,
+    ask=asks.count("One eager call of complex_activation: six tensor ops in the source. How many kernels run?",
+                   timeline_claims["kernels"], (1, 2, 3), noun="kernel", open_top=True),
 )
 
 
@@ -133,6 +138,10 @@ sync_trap = Demo(
                           lambda d, b=b: d["rows"][b]["synced"]["median_s"] >= d["rows"][b]["returned"]["median_s"],
                           applies=lambda d, b=b: b in d["rows"] and "error" not in d["rows"][b], key=b)
                     for b in ("torch_eager", "torch_compile", "jax_eager", "jax_jit"))),
+    # the seed's own example is jax.jit (205 µs synchronised against 76 µs at return)
+    ask=asks.bands("jax.jit, two_matmuls: the clock read after synchronising ÷ the clock read when the call "
+                   "returns. How large?", None, (1.1, 2, 5),
+                   read=lambda d: d["rows"]["jax_jit"]["ratio"]),
 )
 
 
@@ -322,4 +331,6 @@ regimes = Demo(
     configs=Configs(warm=[{"N_range": (2**SWEEP_QUICK[0], 2**SWEEP_QUICK[1])}],
                     quick={"N_range": (2**SWEEP_QUICK[0], 2**SWEEP_QUICK[1])}),
     claims=regimes_claims,
+    ask=asks.bands("One pointwise op, 2^4 elements and then 2^8 (16× the data): how many times the time?",
+                   regimes_claims["flat"], (8, 16)),
 )

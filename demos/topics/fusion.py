@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+from demos.deck import asks
 from demos.deck.claims import Claim, Claims
 from demos.deck.demo import Choice, Configs, Demo, Pow2
 from demos.engine import plots
@@ -124,6 +125,8 @@ kernels = Demo(
     measure=measure_kernels, figure=figure_kernels, match=("workload",),
     configs=Configs(warm=[{"workload": w, "dtype": d} for w in COUNT_WORKLOADS for d in DTYPES]),
     claims=kernels_claims,
+    ask=asks.count("complex_activation: six tensor ops. Compiled by torch.compile, how many kernels does one "
+                   "call run?", kernels_claims["fused"], (2, 3), part=1, noun="kernel"),
 )
 
 
@@ -143,13 +146,19 @@ def measure_timeline(run: Run, N: int | None = None, dtype: str = "float32") -> 
             "extra": f"{WORKLOAD}, N={plots.pow2_label(N)}, {dtype}, profiled"}
 
 
+timeline_claims = Claims(
+    Claim("eager runs {0} kernels one after another, torch.compile {1}",
+          lambda d: tuple(r["counts"]["kernels"] for r in d["runs"]), {"cpu": "==", "gpu": (">=", "==")}, (6, 1),
+          key="kernels"),
+)
+
+
 timeline = Demo(
     "timeline", "Two-lane timeline: eager vs compiled",
     controls=_n_dtype(14), measure=measure_timeline, figure=figure_timeline,
-    configs=Configs(warm=[{"dtype": d} for d in DTYPES]),
-    claims=Claims(Claim("eager runs {0} kernels one after another, torch.compile {1}",
-                        lambda d: tuple(r["counts"]["kernels"] for r in d["runs"]),
-                        {"cpu": "==", "gpu": (">=", "==")}, (6, 1), key="kernels")),
+    configs=Configs(warm=[{"dtype": d} for d in DTYPES]), claims=timeline_claims,
+    ask=asks.count("The same call profiled, eager above, compiled below: how many kernels in the compiled lane?",
+                   timeline_claims["kernels"], (2, 3, 6), part=1, noun="kernel"),
 )
 
 
@@ -210,6 +219,8 @@ latency = Demo(
     "latency", "Latency of the four forms",
     controls=_n_dtype(12), measure=measure_latency, figure=figure_latency,
     configs=Configs(warm=_warm_latency, record={"budget_s": 0.5}, quick={"budget_s": 0.05}), claims=latency_claims,
+    ask=asks.count("Eager writes every intermediate to memory and reads it back. For N-element inputs, how many "
+                   "elements does one call move?", latency_claims["bytes"], (3, 6, 9), part=0, fmt="{}N"),
 )
 
 
@@ -277,6 +288,7 @@ memory = Demo(
     "memory", "Buffer reuse: peak memory",
     controls=_n_dtype(14), measure=measure_memory, figure=figure_memory,
     configs=Configs(warm=[{"dtype": d} for d in DTYPES]), claims=memory_claims,
+    ask=asks.bands("One call: eager's peak memory ÷ torch.compile's. How large?", memory_claims["peak"], (1.5, 5)),
 )
 
 
@@ -342,6 +354,10 @@ relayout = Demo(
                         "{threshold} transposes",
                         lambda d: d["forms"]["pretransposed"]["transposes"] if d["relayout_inserted"] else None,
                         "==", {"cpu": 0}, key="relayout")),
+    ask=asks.among("einsum('bhd,hdk->bhk'): the heads are the second dimension of x. What does XLA do with them?",
+                   ("computes as written: no transpose", "inserts transposes that move the heads",
+                    "splits the einsum into one matmul per head"),
+                   lambda d: 1 if d["relayout_inserted"] else 0),
 )
 
 
@@ -379,6 +395,14 @@ def measure_dead_code(run: Run, B: int | None = None, dtype: str = "float32",
             "extra": f"{DEAD}, B,D,F={p['B']},{p['D']},{p['F']}, {dtype}"}
 
 
+dead_code_claims = Claims(
+    Claim("the dead matmul is gone: {0} matmuls → {1} (torch.compile and jax.jit)",
+          lambda d: tuple(d["matmuls"].get(b) for b in BACKENDS), "==", (3, 2, 3, 2), key="matmuls"),
+    Claim("the compiled forms do 2/3 of the FLOPs (compiled ÷ eager within {lo:g}–{hi:g})",
+          lambda d: d["flops_ratio"], "within", (0.66, 0.67), key="flops"),
+)
+
+
 dead_code = Demo(
     "dead_code", "Dead-code elimination",
     controls=lambda kind: [Pow2("B", get(DEAD).defaults(kind)["B"], label="rows B", lo=5,
@@ -386,9 +410,7 @@ dead_code = Demo(
                            Choice("dtype", "float32", options=DTYPES)],
     measure=measure_dead_code, figure=figure_dead_code,
     configs=Configs(warm=[{"dtype": d} for d in DTYPES], record={"budget_s": 0.5}, quick={"budget_s": 0.05}),
-    claims=Claims(
-        Claim("the dead matmul is gone: {0} matmuls → {1} (torch.compile and jax.jit)",
-              lambda d: tuple(d["matmuls"].get(b) for b in BACKENDS), "==", (3, 2, 3, 2), key="matmuls"),
-        Claim("the compiled forms do 2/3 of the FLOPs (compiled ÷ eager within {lo:g}–{hi:g})",
-              lambda d: d["flops_ratio"], "within", (0.66, 0.67), key="flops")),
+    claims=dead_code_claims,
+    ask=asks.count("Three matmuls written, one result never read. How many matmuls does torch.compile run?",
+                   dead_code_claims["matmuls"], (1, 3), part=1, noun="matmul"),
 )

@@ -33,6 +33,7 @@ import functools
 import time
 from typing import Any, Callable
 
+from demos.deck import asks
 from demos.deck.claims import Claim, Claims
 from demos.deck.demo import Choice, Configs, Demo, Pow2
 from demos.engine.convert import to_jax, to_numpy
@@ -141,6 +142,8 @@ pipeline = Demo(
     measure=measure_pipeline, figure=figure_pipeline, match=("workload", "dtype"),
     configs=Configs(warm=[{"workload": w} for w in PIPELINE_WORKLOADS], quick={"size": "small"}, slim=slim_stages),
     claims=pipeline_claims,
+    ask=asks.count("complex_activation under jax.jit: how many fusions does XLA's optimized HLO hold?",
+                   pipeline_claims["fusion"], (2, 3, 6), noun="fusion"),
 )
 
 
@@ -203,6 +206,8 @@ guards = Demo(
     "guards", "Guards and the recompile they trigger",
     controls=[Choice("change", "dtype → float64", label="then call it with", options=CHANGES)],
     measure=measure_guards, figure=figure_guards, match=("change",), claims=guards_claims,
+    ask=asks.count("Compiled on float32 inputs, then called with float64 ones: how many compiles in all?",
+                   guards_claims["recompiles"], (1, 3), noun="compile"),
 )
 
 
@@ -289,6 +294,8 @@ graph_breaks = Demo(
     controls=[Choice("variant", "branch", label="function", options=[(v["title"], k) for k, v in VARIANTS.items()])],
     measure=measure_breaks, figure=figure_breaks, match=("variant",),
     configs=Configs(warm=[{"variant": v} for v in VARIANTS]), claims=breaks_claims,
+    ask=asks.count("An `if` on a tensor's value inside the function: how many graphs does torch.compile make?",
+                   breaks_claims["branch_breaks"], (1, 3), part=0, noun="graph"),
 )
 
 
@@ -386,4 +393,6 @@ capture_cost = Demo(
                            Choice("dtype", "float32", options=DTYPES)],
     measure=measure_capture_cost, figure=figure_capture_cost, pacing="warmed", match=("N", "dtype"),
     configs=Configs(record={"budget_s": 0.3}, quick={"N": 2**16, "budget_s": 0.05}), claims=cost_claims,
+    ask=asks.count("The `if` rewritten as torch.where: how many graphs does torch.compile make?",
+                   cost_claims["graphs"], (2, 3), part=1, noun="graph"),
 )

@@ -28,6 +28,7 @@ import contextlib
 import math
 from typing import Any, Callable
 
+from demos.deck import asks
 from demos.deck.claims import Claim, Claims
 from demos.deck.demo import Choice, Configs, Demo, Pow2
 from demos.engine import model_zoo as zoo
@@ -164,6 +165,8 @@ ops = Demo(
     configs=Configs(warm=lambda demo: _warm(demo, lambda k: [{"layers": n} for n in LAYERS[k]] + [
         {"layers": n, "step": "training"} for n in (SIZES[k]["layers"], LAYERS[k][1])])),
     claims=ops_claims,
+    ask=asks.bands("One forward pass of the stack: eager's aten ops ÷ the compiled fused kernels. How large?",
+                   ops_claims["per_kernel"], (2,)),
 )
 
 
@@ -241,6 +244,8 @@ speed = Demo(
         {"step": "training", **OP_HEAVY[k]}, {"step": "training", "width": WIDTHS[k][-1]}]),
         slim=lambda d: d | {"history": {}}),
     claims=speed_claims,
+    ask=asks.bands("The inference step at these sizes: how many times faster is torch.compile than eager?",
+                   speed_claims["training"], (1.5, 3), read=lambda d: d["speedup"]["torch_compile"]),
 )
 
 
@@ -303,6 +308,8 @@ backward = Demo(
     configs=Configs(warm=lambda demo: _warm(demo, lambda k: [{}, {"tokens": TOKENS[k][0][1]},
                                                              {"layers": LAYERS[k][1]}])),
     claims=backward_claims,
+    ask=asks.bands("jax.checkpoint around each block: how many times fewer residual bytes does JAX keep for "
+                   "the backward?", backward_claims["remat"], (2, 100)),
 )
 
 
@@ -358,6 +365,14 @@ def _stance(d: dict, stance: str) -> dict:
 
 # The compile-cost slide: graph counts of whole vs regional, and what each stance does to a
 # shape-varying loop (counts); regional compiling faster is compared, not thresholded
+def _faster_compile(d: dict[str, Any]) -> int:
+    """0: the whole stack compiles faster, 1: regional does, 2: within 10% of each other (a quiz's bin)."""
+    whole, regional = d["whole"]["compile_s"], d["regional"]["compile_s"]
+    if abs(whole - regional) <= 0.1 * max(whole, regional):
+        return 2
+    return 1 if regional < whole else 0
+
+
 compile_cost_claims = Claims(
     Claim("whole stack: {0} graph; regional: {1} graphs (the first block's input needs no grad, the rest reuse one)",
           lambda d: (d["whole"]["graphs"], d["regional"]["graphs"]), "==", (1, 2), key="graphs"),
@@ -385,4 +400,8 @@ compile_cost = Demo(
     measure=measure_compile_cost, figure=figure_compile_cost, match=("layers", "caches"),
     pacing="cold",  # the lesson is a compile: the slide opens on `make warm`'s result
     claims=compile_cost_claims,
+    ask=asks.among("Compile the whole stack, or compile one block and reuse it for every layer (regional): "
+                   "which compiles faster?", ("the whole stack", "regional: one block, reused",
+                                              "about the same (within 10%)"), _faster_compile,
+                   lambda d: f"whole {d['whole']['compile_s']:.1f} s, regional {d['regional']['compile_s']:.1f} s"),
 )

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+from demos.deck import asks
 from demos.deck.claims import Claim, Claims
 from demos.deck.demo import Choice, Configs, Demo
 from demos.engine.devices import jax_or_none, require_torch
@@ -102,6 +103,14 @@ def _example(dtype: str) -> Callable[[dict], bool]:
 # allclose's budget used, ≤ 1 passes); for the slide's example (complex_activation) float32
 # differences are tiny, and in bfloat16 they are visible and torch.compile is the closer to float64
 # (the fused kernel skips eager's roundings)
+def _closer(d: dict[str, Any]) -> int:
+    """0: eager is closer to float64, 1: torch.compile is, 2: they agree exactly."""
+    if d["pairs"]["torch_compile|torch_eager"]["max_abs"] == 0:
+        return 2
+    v = d["vs_float64"]
+    return 1 if v["torch_compile"]["max_abs"] < v["torch_eager"]["max_abs"] else 0
+
+
 numerics_claims = Claims(
     Claim("compiled output agrees with eager within tolerance (rtol={d[tolerance][rtol]:g}, "
           "atol={d[tolerance][atol]:g})", lambda d: max(s["tol_used"] for s in d["pairs"].values()), "<=", 1.0,
@@ -124,4 +133,8 @@ live = Demo(
               Choice("workload", "complex_activation", options=WORKLOADS)],
     measure=measure_numerics, figure=figure_numerics, match=("workload", "dtype"),
     configs=Configs(warm=[{"workload": w, "dtype": d} for w in WORKLOADS for d in DTYPES]), claims=numerics_claims,
+    ask=asks.among("complex_activation in bfloat16, eager and compiled, each against a float64 reference: "
+                   "which is closer?", ("eager", "torch.compile", "neither: the two give the same numbers"),
+                   _closer, lambda d: f"max |Δ| vs float64: eager {d['vs_float64']['torch_eager']['max_abs']:.2g}, "
+                                      f"compiled {d['vs_float64']['torch_compile']['max_abs']:.2g}"),
 )

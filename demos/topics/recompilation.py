@@ -26,11 +26,13 @@ without resetting anything the other parts compiled.
 """
 from __future__ import annotations
 
+import dataclasses
 import html
 import math
 import statistics
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
+from demos.deck import asks
 from demos.deck.claims import Claim, Claims, Each
 from demos.deck.demo import Choice, Configs, Demo, Int
 from demos.engine import plots
@@ -41,7 +43,7 @@ from demos.introspection import dynamo
 from demos.topics.recompilation_figures import (MODE_SHORT, _fmt_calls, figure_compile_latency,  # noqa: F401
                                                 figure_modes, figure_timeline, summarize)
 from demos.topics.recompilation_panel import LivePanel
-from demos.topics.recompilation_session import (MODES, Event, Session, available_modes, bucket_of,  # noqa: F401
+from demos.topics.recompilation_session import (DISTINCT, MODES, Event, Session, available_modes, bucket_of,  # noqa: F401
                                                 check_mode, run_sweep, sizes_text, sweep_defaults,
                                                 sweep_lengths)
 
@@ -123,6 +125,8 @@ compile_latency = Demo(
     measure=measure_compile_latency, figure=figure_compile_latency, match=("workload",),
     pacing="cold",  # a compile from scratch takes ~10–30 s on a CPU: the slide opens on `make warm`'s result
     claims=latency_claims,
+    ask=asks.bands("torch.compile, cold caches: the first call costs as much as how many steady-state calls?",
+                   latency_claims["first_call"], (1_000, 100_000)),
 )
 
 
@@ -216,12 +220,35 @@ def _warm_live(demo: Demo) -> None:
         run_sweep(m, [S])
 
 
+def _sweep_compiles(s: dict[str, Any]) -> int | None:
+    """dynamic=False's compiles over the whole sweep (None until a session has run it: the live
+    panel's first call is one length, Auto-sweep runs them all)."""
+    return s["compiles"] if s["mode"] == "static" and _shapes(s) >= DISTINCT else None
+
+
+def _so_far(s: dict[str, Any]) -> str:
+    n = _sweep_compiles(s)
+    if n is not None:
+        return f"{n} compile{'s' if n != 1 else ''}"
+    if s["mode"] != "static":
+        return "asked of dynamic=False: choose it and Auto-sweep"
+    return f"so far {s['compiles']} compile{'s' if s['compiles'] != 1 else ''} over {_shapes(s)} length(s): Auto-sweep"
+
+
+SWEEP_ASK = dataclasses.replace(
+    asks.count(f"dynamic=False, a loop over {DISTINCT} different sequence lengths: how many compiles?",
+               session_claims["static_limit"], (1, 2, DISTINCT), noun="compile",
+               read=_sweep_compiles),
+    says=_so_far)
+
+
 recompile_live = Demo(
     "recompile_live", "Recompilation, live",
     # S: each move is one call on the panel's session; for a recorded/headless run it only
     # names the slider (the measurement is the mode's full sweep)
     controls=_live_controls, measure=measure_live, figure=figure_timeline, match=("mode",),
     panel_class=LivePanel, configs=Configs(warm=_warm_live), claims=session_claims,
+    ask=SWEEP_ASK,
 )
 
 
@@ -249,6 +276,15 @@ def measure_modes(run: Run, distinct: int = 12, repeats: int | None = None,
     return out
 
 
+TRAP_MODES = ("static", "auto", "mark_dynamic", "eager")  # the four the trap compares
+
+
+def _longest(d: dict[str, Any], modes: Sequence[str]) -> int | None:
+    """Which of ``modes`` took longest over the sweep (None unless all four ran)."""
+    total = [d["modes"][m]["summary"]["total_s"] for m in modes if m in d["modes"]]
+    return total.index(max(total)) if len(total) == len(modes) else None
+
+
 def _trap(d: dict[str, Any]) -> bool:
     total = {m: s["summary"]["total_s"] for m, s in d["modes"].items()}
     others = [total[m] for m in ("eager", "auto", "mark_dynamic") if m in total]
@@ -266,9 +302,13 @@ modes_claims = Claims(
 
 compare_modes = Demo(
     "compare_modes", "Every mode on the same sweep",
-    controls=[Int("distinct", 12, label="distinct lengths", lo=2, hi=24)],
+    controls=[Int("distinct", DISTINCT, label="distinct lengths", lo=2, hi=24)],
     measure=measure_modes, figure=figure_modes, match=("distinct",), pacing="warmed",
     configs=Configs(quick={"distinct": 6}), claims=modes_claims,
+    ask=asks.among("The same loop of lengths under every mode: which one takes longest in all?",
+                   [MODE_SHORT[m] for m in TRAP_MODES], lambda d: _longest(d, TRAP_MODES),
+                   lambda d: f"{MODE_SHORT[TRAP_MODES[_longest(d, TRAP_MODES)]]}, "
+                             f"{max(d['modes'][m]['summary']['total_s'] for m in TRAP_MODES):.2f} s"),
 )
 
 

@@ -56,7 +56,7 @@ class LivePanel(Panel):
         called = S != self._last_S or not s.events
         data = self._call(s, S) if called else s.to_dict()
         self._last_S = S
-        return Drawn(self._figure(data), self.last_conditions if called else None, None)
+        return Drawn(self._figure(data), self.last_conditions if called else None, None, data)
 
     def render_static(self) -> None:
         """Headless: the default mode's full sweep (or the recorded one), not a single call."""
@@ -88,6 +88,7 @@ class LivePanel(Panel):
                 self.progress((k + 1) / len(lengths), f"call {k + 1}/{len(lengths)}: S={S} · {s.compiles} compiles")
                 if time.perf_counter() - last_draw >= redraw_s or k == len(lengths) - 1:
                     self._draw(self._figure(data))
+                    self.last_data = data
                     last_draw = time.perf_counter()
         except Exception as exc:  # one line, the panel survives
             self.last_error = one_line(exc)
@@ -96,6 +97,7 @@ class LivePanel(Panel):
             self.status.value = (f"<span style='color:#b00020'>⚠ {html.escape(self.last_error)}</span>"
                                  if self.last_error else f"sweep done: {s.compiles} compiles")
         self._last_S = lengths[-1] if lengths else None
+        self._mark()
         return s
 
     def _draw(self, fig) -> None:
@@ -120,5 +122,5 @@ class LivePanel(Panel):
         self.sweep_button.on_click(lambda _b: self.sweep())
         self.reset_button = w.Button(description="Reset", icon="refresh", layout=w.Layout(width="100px"))
         self.reset_button.on_click(lambda _b: self.reset())
-        row = self.widget.children[0]
+        row = self.controls_row
         row.children = tuple(row.children) + (self.sweep_button, self.reset_button)

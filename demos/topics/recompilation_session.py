@@ -71,7 +71,10 @@ def sweep_defaults(kind: str | None = None) -> dict[str, int]:
     return {"B": 4, "D": 64, "S_min": 16, "S_max": 256, "bucket": 64}
 
 
-def sweep_lengths(distinct: int = 12, repeats: int | None = None, seed: int = 0,
+DISTINCT = 12  # the sweep's distinct lengths, by default
+
+
+def sweep_lengths(distinct: int = DISTINCT, repeats: int | None = None, seed: int = 0,
                   kind: str | None = None) -> list[int]:
     """A deterministic 'training loop' of varied sequence lengths: ``distinct`` new lengths in
     shuffled order, then ``repeats`` more calls drawn from the lengths already seen."""

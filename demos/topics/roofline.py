@@ -28,6 +28,7 @@ import math
 import statistics
 from typing import Any
 
+from demos.deck import asks
 from demos.deck.claims import Claim, Claims
 from demos.deck.demo import Choice, Configs, Demo, Pow2
 from demos.engine import plots
@@ -191,6 +192,8 @@ payoff = Demo(
     "payoff", "Three workloads, three outcomes",
     controls=_payoff_controls, measure=measure_payoff, figure=figure_payoff, match=("dtype",),
     configs=Configs(warm=_warm_payoff, **BUDGETS), claims=payoff_claims,
+    ask=asks.bands("The pointwise chain at these sizes: how many times faster is torch.compile than eager?",
+                   payoff_claims["chain"], (1,)),
 )
 
 
@@ -245,6 +248,8 @@ roofline = Demo(
     measure=measure_roofline, figure=figure_roofline,
     # the recorded roofs are drawn beside any workload; its points only beside the same workload
     match=("dtype",), configs=Configs(warm=_warm_roofline, **BUDGETS), claims=roofline_claims,
+    ask=asks.count("Fused, the chain does the same FLOPs and moves fewer bytes. How many times further right "
+                   "does its point move (FLOP per byte)?", roofline_claims["right"], (2, 6, 10), fmt="×{}"),
 )
 
 
@@ -290,6 +295,8 @@ predicted = Demo(
     controls=lambda kind: [Choice("scale", 1.0, label="size", options=PREDICTED_SCALES), _dtype_control()],
     measure=measure_predicted, figure=figure_predicted, pacing="warmed", match=("dtype",),
     configs=Configs(warm=_warm_predicted, **BUDGETS), claims=predicted_claims,
+    ask=asks.bands("The model counts 1 FLOP per sin, exp or tanh. The compiled chain's measured time ÷ the "
+                   "model's prediction?", predicted_claims["chain"], (1, 10)),
 )
 
 
@@ -347,8 +354,9 @@ def _ro_ratios(d: dict[str, Any]) -> list[float]:
 
 
 overheads_claims = Claims(
-    # One fused kernel leaves one launch per call: a CUDA graph replaces it with one replay plus the
-    # graph tree's own checks. An H100 (assets/results) read 168 µs against the default's 75 µs.
+    # One fused kernel leaves one launch per call: a CUDA graph replays it, but the host wrapper and
+    # guards still run, and non-static inputs are copied into the graph's buffers on every replay.
+    # An H100 (assets/results) read 168 µs against the default's 75 µs.
     Claim("one fused kernel, nothing to batch: reduce-overhead's floor is not below {threshold:g}× the default's",
           lambda d: _ro_ratios(d)[0], ">=", {"gpu": 0.9}, key="floor"),
     Claim("no launches to replay: reduce-overhead within {lo:g}–{hi:g}× of the default mode (median over N)",
@@ -363,4 +371,6 @@ overheads = Demo(
                            _dtype_control()],
     measure=measure_overheads, figure=figure_overheads, pacing="warmed", match=("dtype",),
     configs=Configs(warm=_warm_overheads, **BUDGETS), claims=overheads_claims,
+    ask=asks.bands("One fused kernel per call, smallest N: reduce-overhead's time ÷ the default mode's?",
+                   overheads_claims["floor"], (0.5, 2)),
 )

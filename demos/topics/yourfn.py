@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from demos.deck import ui
+from demos.deck import asks
 from demos.deck.claims import Claim, Claims
 from demos.deck.demo import Choice, Code, Demo
 from demos.engine.measurement import Run
@@ -113,4 +114,7 @@ inspector = Demo(
               Code("code", PRESETS["chain"]["code"], label="your code")],
     measure=measure_inspection, figure=figure_view, pacing="run", claims=inspector_claims,
     derived=_derived, measured_in="worker", panel_class=InspectorPanel,
+    ask=asks.count("The preset chain, six pointwise ops (sin, mul, add, relu, exp, sub): how many kernels does "
+                   "torch.compile generate?", inspector_claims["chain_kernels"], (2, 3, 6), noun="kernel",
+                   read=lambda d: _one_kernel(d) if d.get("preset") == "chain" and not d.get("edited") else None),
 )
