@@ -108,7 +108,7 @@ def test_the_panel_asks_then_shows_the_figure_and_marks_the_choice(monkeypatch):
     assert panel.mark.value == "" and panel.last_png  # measured while the room thinks, not shown
     panel.choice_buttons[1].click()  # the room says B
     assert all(p.layout.display is None for p in hidden) and panel.ask_box.layout.display == "none"
-    assert "you said <b>B</b>" in panel.mark.value and "<b>D</b> ✗ (16)" in panel.mark.value
+    assert "you said <b>B</b>" in panel.mark.value and "<b>D</b> <span style='color:#b00020'>✗</span> (16)" in panel.mark.value
     assert "this machine" in panel.mark.value
     panel.controls["n"].value = 3  # a move after the reveal re-marks what is shown now
     assert "— (9)" in panel.mark.value
@@ -131,7 +131,7 @@ def test_the_mark_names_the_records_answer_beside_this_machines():
     here = {**ref, "recorded": False}
     here["forms"] = {**ref["forms"], "torch_compile": {**ref["forms"]["torch_compile"], "count": 3}}
     html = asks.mark_html(demo.ask, 0, here, "this machine (CPU)", ref, "H100 80GB HBM3 record")
-    assert "you said <b>A</b>" in html and "this machine (CPU): <b>C</b> ✗ (3 kernels)" in html
+    assert "you said <b>A</b>" in html and "this machine (CPU): <b>C</b> <span style='color:#b00020'>✗</span> (3 kernels)" in html
     assert "H100 80GB HBM3 record: A (1 kernel)" in html
 
 

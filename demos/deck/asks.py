@@ -186,7 +186,8 @@ def mark_html(ask: Ask, chosen: int | None, here: dict | None, here_label: str,
     if i is None:
         parts.append(f"{html.escape(here_label)}: —" + (f" ({html.escape(said)})" if said else ""))
     else:
-        tick = "" if chosen is None else (" ✓" if chosen == i else " ✗")
+        tick = "" if chosen is None else (" <span style='color:#1a7f37'>✓</span>" if chosen == i
+                                           else " <span style='color:#b00020'>✗</span>")
         parts.append(f"{html.escape(here_label)}: <b>{LETTERS[i]}</b>{tick} ({html.escape(said or ask.choices[i])})")
     if record is not None:
         parts.append(f"{html.escape(record_label)}: {html.escape(ask.said(record))}")

@@ -100,6 +100,7 @@ class Panel:
             return
         w = _widgets()
         self.status = w.HTML(value="")
+        self.status.add_class("jitdeck-status")
         self.progress_bar = w.FloatProgress(value=0.0, min=0.0, max=1.0, layout=w.Layout(width="300px",
                                                                                          visibility="hidden"))
         self.out = w.Output(layout=w.Layout(min_height="200px"))

@@ -241,7 +241,7 @@ def time_to_figure(page, cell, timeout_s: float = 180.0, choice: int = 0, shots:
     seconds = time.perf_counter() - t0
     status = ""
     for _ in range(20):  # the status line follows the image by a moment
-        status = (cell.locator(".jitdeck-panel .widget-html").all_inner_texts() or [""])
+        status = (cell.locator(".jitdeck-panel .jitdeck-status").all_inner_texts() or [""])
         status = " ".join(s.strip() for s in status if s.strip())
         if status and "measuring" not in status:
             break

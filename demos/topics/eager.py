@@ -324,6 +324,19 @@ regimes_claims = Claims(
 )
 
 
+LEAVES_FLOOR = ("by 2^12", "2^13 to 2^16", "2^17 to 2^20", "beyond 2^20")
+
+
+def _leaves_floor(d: dict) -> int | None:
+    """Which of :data:`LEAVES_FLOOR` holds the N where the swept op's time first reaches twice
+    its floor (a sweep that never leaves the floor up to 2^21 or more: the last)."""
+    n = d["measured_crossover"].get(d["op"])
+    if n is None:
+        return 3 if d["Ns"][-1] >= 2**21 else None
+    k = math.log2(n)
+    return 0 if k <= 12 else 1 if k <= 16 else 2 if k <= 20 else 3
+
+
 regimes = Demo(
     "regimes", "Regimes",
     controls=_regimes_controls, measure=measure_regimes, figure=figure_regimes, pacing="warmed", match=("dtype",),
@@ -331,6 +344,8 @@ regimes = Demo(
     configs=Configs(warm=[{"N_range": (2**SWEEP_QUICK[0], 2**SWEEP_QUICK[1])}],
                     quick={"N_range": (2**SWEEP_QUICK[0], 2**SWEEP_QUICK[1])}),
     claims=regimes_claims,
-    ask=asks.bands("One pointwise op, 2^4 elements and then 2^8 (16× the data): how many times the time?",
-                   regimes_claims["flat"], (8, 16)),
+    ask=asks.among("One pointwise op, N growing from 2^4: at what N does its time leave the floor (twice the "
+                   "floor's)?", LEAVES_FLOOR, _leaves_floor,
+                   lambda d: (f"at N = {plots.pow2_label(d['measured_crossover'][d['op']])}"
+                              if d["measured_crossover"].get(d["op"]) else "not within the sweep")),
 )
