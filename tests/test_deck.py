@@ -1,6 +1,7 @@
 """What every part of the deck must be (docs/authoring.md), checked on the stored notebooks."""
 from __future__ import annotations
 
+import copy
 import json
 import re
 
@@ -354,3 +355,45 @@ def test_the_harness_check_catches_a_planted_slide_and_spares_notes_and_prose():
     nb.cells[1:1] = [slide, notes]
     seen = [w for i, c in _slide_text_cells(nb) for w in harness_words(c.source, targets) if i in (1, 2)]
     assert len(seen) == 2 and "(tested)" in seen[0] and "make record" in seen[1], seen
+
+
+# -- the glossary -----------------------------------------------------------------------------
+def _deck():
+    return [(p.name, nbformat.read(str(p), as_version=4)) for p in PARTS]
+
+
+def test_every_term_is_defined_on_or_before_the_first_slide_that_uses_it():
+    """Part 1's glossary slides define every term of demos.deck.glossary.TERMS, and no slide the
+    audience sees before them uses a term it does not define itself (in bold)."""
+    from demos.deck import glossary
+
+    assert glossary.problems(_deck()) == []
+    assert len(glossary.TERMS) >= 18
+
+
+def test_the_glossary_check_catches_a_term_used_early_and_a_term_left_out():
+    from demos.deck import glossary
+
+    deck = copy.deepcopy(_deck())
+    first = deck[0][1]
+    # part 1's second slide talks of Inductor before the glossary: named, with its slide
+    first.cells[2].source += "\n- Inductor will fuse this later"
+    # the glossary forgets TF32
+    words = next(c for c in first.cells if c.source.startswith("## Words: JAX"))
+    words.source = "\n".join(line for line in words.source.splitlines() if "**TF32**" not in line)
+    found = glossary.problems(deck)
+    assert any("uses 'Inductor' before the glossary" in f and "slide 3" in f for f in found), found
+    assert any("does not define 'TF32'" in f for f in found), found
+    # a slide that defines the term in bold may use it first
+    first.cells[2].source += " (**Inductor**: torch.compile's code generator)"
+    assert not any("'Inductor'" in f for f in glossary.problems(deck))
+
+
+@pytest.mark.parametrize("path", PARTS, ids=NAMES)
+def test_each_part_ends_with_its_further_reading(path):
+    """The last slide lists the part's primary sources: at least four, most of them linked."""
+    last = nbformat.read(str(path), as_version=4).cells[-1]
+    assert last.cell_type == "markdown" and last.source.startswith("## Further reading"), path.name
+    items = [line for line in last.source.splitlines() if line.startswith("- ")]
+    links = re.findall(r"\]\((https://[^)\s]+)\)", last.source)
+    assert len(items) >= 4 and len(links) >= 3, (path.name, items)

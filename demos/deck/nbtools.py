@@ -224,7 +224,9 @@ def main(argv: list[str] | None = None) -> int:
 def _tidy(action: str) -> int:
     import nbformat
 
-    found = []
+    from demos.deck import glossary
+
+    found, read = [], []
     for path in parts():
         nb = nbformat.read(str(path), as_version=4)
         if action == "clean":
@@ -234,6 +236,9 @@ def _tidy(action: str) -> int:
                 print(f"cleaned {path.relative_to(PROJECT_ROOT)}")
         else:
             found += problems(nb, path.name)
+            read.append((path.name, nb))
+    if action == "lint":
+        found += glossary.problems(read)  # every term defined on or before its first slide
     for line in found:
         print(line)
     return 1 if found else 0

@@ -1,0 +1,47 @@
+"""The speaker notes quote the committed H100 record: a figure they give for it that the record
+does not hold fails here, as a threshold no claim declares fails test_claims.py."""
+from __future__ import annotations
+
+import copy
+
+import nbformat
+import pytest
+
+import demos  # noqa: F401
+from demos.deck import quotes
+from demos.deck.nbtools import parts
+from demos.engine.results import reference
+
+PARTS = parts()
+
+
+@pytest.mark.parametrize("path", PARTS, ids=lambda p: p.name[:2])
+def test_every_figure_a_note_quotes_for_the_h100_record_is_in_it(path):
+    rec = reference()
+    assert rec is not None and "H100" in rec.machine.get("gpu_name", "")
+    nb = nbformat.read(str(path), as_version=4)
+    assert quotes.part_problems(nb, rec, path.name[:2]) == []
+
+
+def test_a_note_misquoting_the_record_is_caught():
+    """Each figure changed by a little, in a copy of the parts: every change is named."""
+    rec = reference()
+    planted = [("02", "eager 367 µs", "eager 357 µs"), ("06", "588 aten ops", "598 aten ops"),
+               ("06", "whole stack 20.6 s", "whole stack 21.6 s"), ("05", "2.5 s cold", "2.8 s cold"),
+               ("03", "default 75 µs, reduce-overhead 168 µs", "default 75 µs, reduce-overhead 186 µs")]
+    for part, right, wrong in planted:
+        path = next(p for p in PARTS if p.name.startswith(part))
+        nb = copy.deepcopy(nbformat.read(str(path), as_version=4))
+        cells = [c for c in nb.cells if right in c.source]
+        assert len(cells) == 1, (part, right)
+        cells[0].source = cells[0].source.replace(right, wrong)
+        found = quotes.part_problems(nb, rec, part)
+        assert len(found) == 1 and wrong.split()[-2] in found[0], (right, wrong, found)
+
+
+def test_sizes_seed_figures_and_thresholds_are_not_read_as_record_figures():
+    par = ("H100 record, N=2^24, 12 layers, 8 × 512: eager 367 µs (the seed: 22.5 → 14.4 ms); "
+           "more than 2× faster; 1011 → 145 µs; ~8,200 calls; 0.5–0.7 s")
+    got = [(q, u, a) for _t, q, u, a in quotes.quoted(par)]
+    assert got == [(367.0, "µs", False), (1011.0, "µs", False), (145.0, "µs", False), (8200.0, "calls", True),
+                   (0.5, "s", False), (0.7, "s", False)]
