@@ -57,7 +57,7 @@ pdf: $(STAMP) $(NPM_STAMP)
 	$(PY) -m demos export pdf $(EXPORT_ARGS)
 
 test: $(STAMP)
-	$(PY) -m pytest -n $(TEST_WORKERS) $(PYTEST_ARGS)
+	$(PY) -m pytest -n $(TEST_WORKERS) --durations=25 $(PYTEST_ARGS)
 
 test-fast: $(STAMP)
 	$(PY) -m pytest -n $(TEST_WORKERS) -m "not slow and not browser" $(PYTEST_ARGS)

@@ -100,3 +100,22 @@ def test_every_stored_timing_has_the_one_schema_and_an_older_record_is_upgraded(
     trap = rec.sections["eager"]["sync_trap"]
     assert trap["rows"]["jax_jit"]["synced"] == {"median_s": 2e-4, "p10_s": 1e-4, "p90_s": 3e-4, "n": 7}
     assert trap["median_note"] == "not a timing, kept as written"
+
+
+def test_a_gpu_stamp_says_how_fp32_matmuls_ran_and_an_older_record_is_read_for_it():
+    """TF32 or not moves a GPU's float32 matmul times several-fold, so a stamp that compares
+    machines says which. The committed H100 record predates the field: its fp32 GEMM rate (51
+    TFLOP/s, under the H100's 67 TFLOP/s non-tensor-core peak) says TF32 was off."""
+    from demos import topics
+    from demos.engine import plots
+    from demos.engine.devices import fp32_matmul
+    from demos.engine.peaks import inferred_fp32_matmul
+
+    assert fp32_matmul() == "no TF32"  # the deck asks both frameworks for full fp32
+    gpu = {"device": "cuda", "device_name": "NVIDIA H100 80GB HBM3", "fp32_matmul": "no TF32"}
+    assert "fp32 matmuls: no TF32" in plots.machine_stamp(gpu)
+    assert "fp32 matmuls" not in plots.machine_stamp({"device": "cpu", "device_name": "CPU", "fp32_matmul": "no TF32"})
+    demo = next(d for d in topics.load() if d.key == "roofline.payoff")
+    assert "fp32 matmuls: no TF32 (its fp32 GEMM: 51 TFLOP/s)" in demo.reference(None, seed=False)["stamp"]
+    tf32 = {"compute": {"float32": {"flops_per_s": 400e12}}}
+    assert inferred_fp32_matmul(gpu, tf32) is None  # as fast as TF32: it cannot say "off"

@@ -261,6 +261,17 @@ def gpu_info() -> dict[str, Any]:
     return info
 
 
+def fp32_matmul() -> str:
+    """How float32 matmuls run on a GPU here: full fp32, or TF32 allowed (the deck asks both
+    frameworks for full precision, :func:`jax_or_none`; a user's setting may differ)."""
+    torch, jax = torch_or_none(), jax_or_none()
+    t = torch.get_float32_matmul_precision() if torch is not None else "highest"
+    j = (getattr(jax.config, "jax_default_matmul_precision", None) or "default") if jax is not None else "highest"
+    if t == "highest" and j in ("highest", "float32"):
+        return "no TF32"
+    return f"TF32 allowed (torch {t}, JAX {j})"
+
+
 def machine_info() -> dict[str, Any]:
     """Everything a figure's label or a results record needs to say where it ran."""
     torch = torch_or_none()
@@ -279,6 +290,7 @@ def machine_info() -> dict[str, Any]:
         "jax_backend": jax_backend(),
         "jax_devices": [str(d) for d in jax.devices()] if jax is not None else [],
         "triton": package_version("triton"),
+        "fp32_matmul": fp32_matmul(),
     }
     info.update(gpu_info())
     return info

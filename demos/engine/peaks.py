@@ -49,6 +49,20 @@ def spec_sheet(name: str | None) -> dict[str, Any] | None:
     return None
 
 
+def inferred_fp32_matmul(machine: dict[str, Any], peaks: dict[str, Any] | None) -> str | None:
+    """For a GPU record made before records said so: whether its float32 matmuls ran in full
+    fp32, read from its measured fp32 GEMM rate. At or under the spec sheet's non-tensor-core
+    fp32 peak (×1.1 for a sheet's rounding) they did: TF32 would have run them several times
+    faster. None where it cannot tell."""
+    spec = spec_sheet(machine.get("device_name"))
+    rate = ((peaks or {}).get("compute", {}).get("float32") or {}).get("flops_per_s")
+    if machine.get("device") == "cpu" or spec is None or not rate:
+        return None
+    if rate <= 1.1 * spec["float32"]:
+        return f"no TF32 (its fp32 GEMM: {rate / 1e12:.0f} TFLOP/s)"
+    return None
+
+
 # =======================================================================================
 # The roofline model
 # =======================================================================================

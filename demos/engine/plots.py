@@ -155,6 +155,8 @@ def machine_stamp(machine: dict[str, Any], extra: str = "", date: str = "") -> s
         parts.append(f"{n} torch thread{'s' if n != 1 else ''}")
     if extra:
         parts.append(extra)
+    if machine.get("device") not in (None, "cpu") and machine.get("fp32_matmul"):
+        parts.append(f"fp32 matmuls: {machine['fp32_matmul']}")  # TF32 or not: it moves GPU matmul times many-fold
     parts.append(vers)
     if date:
         parts.append(date[:10])

@@ -25,6 +25,10 @@ MODE_LABELS = {"eager": "torch eager", "default": "torch.compile (default)",
 SEED = {"two_matmuls": {"torch_eager": 183e-6, "torch_compile": 214e-6, "jax_jit": 205e-6},
         "chain": {"torch_eager": 549e-6, "torch_compile": 81.9e-6, "jax_jit": 124e-6},
         "mlp_block": {"torch_eager": 22.5e-3, "torch_compile": 14.4e-3, "jax_jit": 14.8e-3}}
+# the precision each seed column ran at: the notebook sets torch's fp32 matmul precision to "high"
+# (TF32) just before its MLP; JAX ran at its default matmul precision throughout
+SEED_PRECISION = {"two_matmuls": "fp32; JAX: default precision", "chain": "fp32",
+                  "mlp_block": "torch TF32; JAX: default"}
 
 
 # =======================================================================================
@@ -127,7 +131,7 @@ def figure_payoff(data: dict[str, Any], reference: dict[str, Any] | None = None)
                 vals = " / ".join(nums) + f" {parts[0][1]}"
             else:
                 vals = " / ".join(f"{v} {u}" for v, u in parts)
-            lines.append(f"A100 (seed): {vals}")
+            lines.append(f"A100 (seed): {vals}\n  ({SEED_PRECISION[w]})")
         if reference is not None and w in reference.get("workloads", {}):
             rr = reference["workloads"][w]["rows"]
             sp = [speedup(rr, b) for b in backends if b != "torch_eager"]
@@ -213,7 +217,7 @@ def figure_roofline(data: dict[str, Any], reference: dict[str, Any] | None = Non
     ax.set_ylim(min(min(ys) / 5, lo * bw), max(ys) * 3)
     _lean(ax)
     ax.set_xlabel("arithmetic intensity (FLOP / byte, analytic)")
-    ax.set_ylabel("FLOP/s (achieved)")
+    ax.set_ylabel("FLOP/s achieved (FLOPs ÷ call time)")
     ax.set_title(f"{data['workload']} ({short_sizes(data['workload'], data['params'])}, {dtype}) on the roofline", fontsize=15)
     ax.legend(loc="center left", bbox_to_anchor=(1.01, 0.5), fontsize=11.5, frameon=False)
     plots.stamp_figure(fig, data, reference)
@@ -307,10 +311,10 @@ def figure_overheads(data: dict[str, Any], reference: dict[str, Any] | None = No
     ax.set_yscale("log")
     _lean(ax)
     ax.set_xlabel(f"N (elements of x and y), {data['workload']}")
-    ax.set_ylabel("median per call (µs)")
+    ax.set_ylabel("median call time (µs, wall clock)")
     if data["device"] == "cuda":
-        note = ("GPU: fusion already left one launch per call, so a CUDA graph has nothing to batch; "
-                "its replay and checks cost about as much as the launch they replace, or more")
+        note = ("GPU: fusion already left one launch per call; a CUDA graph replays it, but the per-call "
+                "host time (guards, wrapper) stays, and each replay copies the inputs in")
     else:
         note = ("CPU: no kernel launches to batch, so reduce-overhead has nothing to remove "
                 "(CUDA graphs need a GPU); both compiled modes run the same C++")
