@@ -7,6 +7,7 @@ headless, the question is its own output, which the export lifts onto a page bef
 """
 from __future__ import annotations
 
+import dataclasses
 import subprocess
 import sys
 from pathlib import Path
@@ -112,6 +113,22 @@ def test_the_panel_asks_then_shows_the_figure_and_marks_the_choice(monkeypatch):
     assert "this machine" in panel.mark.value
     panel.controls["n"].value = 3  # a move after the reveal re-marks what is shown now
     assert "— (9)" in panel.mark.value
+
+
+WHEN = Demo("asking_when", "A demo on two slides, asking on one", controls=[Int("n", 4, lo=1, hi=9)],
+            measure=_measure_square, figure=_figure_square, claims=_SQUARE,
+            ask=dataclasses.replace(ASKING.ask, when=lambda values: values["n"] == 4))
+
+
+def test_a_demo_on_several_slides_asks_only_where_its_question_applies(monkeypatch):
+    monkeypatch.delenv("DEMOS_STATIC", raising=False)
+    asked, shown = WHEN.panel(), WHEN.panel(n=5)
+    asked._build()
+    shown._build()
+    assert asked.ask is not None and hasattr(asked, "ask_box")
+    assert shown.ask is None and not hasattr(shown, "ask_box") and shown.out.layout.display != "none"
+    part7 = next(d for d in DEMOS if d.key == "yourfn.inspector")
+    assert part7.ask.asks(part7.defaults()) and not part7.ask.asks({**part7.defaults(), "preset": "item"})
 
 
 def test_the_reveal_button_shows_the_answer_without_a_choice(monkeypatch):

@@ -260,13 +260,21 @@ def test_each_question_has_its_own_page_just_before_its_answer(exported):
 
 
 def _asks(source: str) -> bool:
-    """Does this live cell call a demo that asks first?"""
+    """Does this live cell call a demo that asks first, with the values it starts at?"""
+    import ast
+
     from demos import topics
 
     by_key = {d.key: d for d in topics.load()}
     lines = [ln.strip() for ln in source.splitlines() if ln.strip()]
     key = lines[-1].split("(", 1)[0] if lines else ""
-    return key in by_key and by_key[key].ask is not None or key == "sample_panel.panel"
+    if key == "sample_panel.panel":
+        return True
+    demo = by_key.get(key)
+    if demo is None or demo.ask is None:
+        return False
+    call = ast.parse(lines[-1]).body[0].value
+    return demo.ask.asks({**demo.defaults(), **{k.arg: ast.literal_eval(k.value) for k in call.keywords}})
 
 
 @pytest.mark.slow

@@ -41,12 +41,18 @@ QUESTION_META = "jitdeck_question"
 class Ask:
     """One question, 3–4 choices, and ``pick(data)``: the index of the choice a measurement makes
     true (None: this measurement cannot tell). ``says(data)``: what was measured, in a few words
-    ("1 kernel", "2.3×"), shown beside the letter."""
+    ("1 kernel", "2.3×"), shown beside the letter. ``when(values)``: which panels ask it."""
 
     question: str
     choices: tuple[str, ...]
     pick: Callable[[dict], int | None]
     says: Callable[[dict], str] | None = None
+    # asked only of a panel whose starting values pass (a demo on several slides asks on one)
+    when: Callable[[dict], bool] | None = None
+
+    def asks(self, values: dict) -> bool:
+        """Does a panel starting at ``values`` ask this question?"""
+        return self.when is None or bool(self.when(values))
 
     def __post_init__(self):
         object.__setattr__(self, "choices", tuple(self.choices))

@@ -131,7 +131,11 @@ class Panel:
     # the question first ---------------------------------------------------------------
     @property
     def ask(self):
-        return getattr(self.demo, "ask", None)
+        """The question this panel asks first (None: it shows its figure at once)."""
+        ask = getattr(self.demo, "ask", None)
+        if ask is None or not ask.asks({s.name: s.default for s in self.specs}):
+            return None
+        return ask
 
     def _build_ask(self, w):
         """The question and its choices; the controls, the figure and its table stay hidden until
