@@ -40,7 +40,8 @@ def _slide_type(cell) -> str:
 
 
 def _seen_slides(nbs: Sequence[tuple[str, object]]) -> list[tuple[str, int, str]]:
-    """(part, slide number, the text the audience reads) for every slide, in deck order."""
+    """(part, slide number, the text the audience reads or hears: the slide and its speaker
+    notes) for every slide, in deck order."""
     out: list[tuple[str, int, str]] = []
     for name, nb in nbs:
         n = 0
@@ -49,7 +50,7 @@ def _seen_slides(nbs: Sequence[tuple[str, object]]) -> list[tuple[str, int, str]
             if i == 0 or st in ("slide", "subslide"):
                 n += 1
                 out.append((name, n, ""))
-            if c["cell_type"] == "markdown" and st not in ("notes", "skip"):
+            if c["cell_type"] == "markdown" and st != "skip":  # the notes are read out too
                 out[-1] = (name, n, out[-1][2] + "\n" + c["source"])
     return out
 

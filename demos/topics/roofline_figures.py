@@ -26,9 +26,8 @@ SEED = {"two_matmuls": {"torch_eager": 183e-6, "torch_compile": 214e-6, "jax_jit
         "chain": {"torch_eager": 549e-6, "torch_compile": 81.9e-6, "jax_jit": 124e-6},
         "mlp_block": {"torch_eager": 22.5e-3, "torch_compile": 14.4e-3, "jax_jit": 14.8e-3}}
 # the precision each seed column ran at: the notebook sets torch's fp32 matmul precision to "high"
-# (TF32) just before its MLP; JAX ran at its default matmul precision throughout
-SEED_PRECISION = {"two_matmuls": "fp32; JAX: default precision", "chain": "fp32",
-                  "mlp_block": "torch TF32; JAX: default"}
+# (TF32) just before its MLP; JAX ran at its default matmul precision throughout, TF32 on an A100
+SEED_PRECISION = {"two_matmuls": "torch fp32, JAX TF32", "chain": "fp32", "mlp_block": "TF32 matmuls"}
 
 
 # =======================================================================================
