@@ -187,6 +187,8 @@ def mark_html(ask: Ask, chosen: int | None, here: dict | None, here_label: str,
     the choice) and the reference record's answer."""
     i, said = ask.answer(here)
     parts = []
+    if " record" in record_label:  # the stamp under the figure names the machine in full
+        record_label = record_label.split(" ")[0] + " record" + record_label.split(" record", 1)[1]
     if chosen is not None:
         parts.append(f"you said <b>{LETTERS[chosen]}</b>")
     if i is None:

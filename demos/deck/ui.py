@@ -14,6 +14,7 @@ plots.
 from __future__ import annotations
 
 import html
+import re
 import time
 import traceback
 from typing import Any, Callable
@@ -120,8 +121,13 @@ class Panel:
                 c.observe(lambda _change: self.update(), names="value")
         self.controls_row = w.HBox(row, layout=w.Layout(flex_flow="row wrap", align_items="center"))
         keys = w.HTML(value=KEY_GUARD, layout=w.Layout(width="0px", height="0px", overflow="hidden"))
-        self.mark = w.HTML(value="")
-        parts = [self.controls_row, w.HBox([self.progress_bar, self.status]), self.mark, self.out, self.table, keys]
+        # the mark of a question shares the status row: a revealed panel is no taller than one that never asked
+        self.mark = w.HTML(value="", layout=w.Layout(margin="0 14px 0 0"))
+        self.mark.add_class("jitdeck-markbox")
+        status_row = w.HBox([self.progress_bar, self.mark, self.status], layout=w.Layout(align_items="center"))
+        status_row.add_class("jitdeck-status-row")  # one line (the theme): the mark whole, the status cut if long
+        self.controls_row.add_class("jitdeck-controls")
+        parts = [self.controls_row, status_row, self.out, self.table, keys]
         if self.ask is not None:
             parts.insert(0, self._build_ask(w))
         self.widget = w.VBox(parts, layout=w.Layout(width="100%"))
@@ -167,6 +173,7 @@ class Panel:
         self.ask_box.layout.display = "none"
         for part in (self.controls_row, self.out, self.table):
             part.layout.display = None
+        self.idle_bar()
         self._mark()
 
     def _mark(self) -> None:
@@ -193,6 +200,13 @@ class Panel:
             return here, None, ""
         return here, ref, label
 
+    def idle_bar(self) -> None:
+        """Hide the progress bar between measurements: keeping its place (no jump when the next
+        one starts), except in a revealed panel, whose status row also holds the mark."""
+        self.progress_bar.layout.visibility = "hidden"
+        if getattr(self, "revealed", False):
+            self.progress_bar.layout.display = "none"
+
     def _redraw_view(self) -> None:
         if self.renders:  # nothing drawn yet: the view applies to the first Run
             self.update()
@@ -202,6 +216,7 @@ class Panel:
         if not self._built:
             return
         self.progress_bar.layout.visibility = "visible"
+        self.progress_bar.layout.display = None
         self.progress_bar.value = max(0.0, min(1.0, float(fraction)))
         if message:
             self.status.value = f"<span class='jitdeck-busy'>⏳ {html.escape(message)}</span>"
@@ -270,7 +285,7 @@ class Panel:
 
         self._build()
         self.progress(0.0, "measuring…")
-        self.progress_bar.layout.visibility = "hidden"
+        self.idle_bar()
         fig, table = self.compute()
         if fig is not None:
             t0 = time.perf_counter()
@@ -283,8 +298,9 @@ class Panel:
                 clear_output(wait=True)
                 display(_png_display(png))
             self.table.value = table
-        self.progress_bar.layout.visibility = "hidden"
+        self.idle_bar()
         self.status.value = self.status_line()
+        self.status.tooltip = html.unescape(re.sub(r"<[^>]+>", "", self.status.value))  # a line cut short, whole
         self._mark()
 
     def status_line(self) -> str:

@@ -403,5 +403,5 @@ compile_cost = Demo(
     ask=asks.among("Compile the whole stack, or compile one block and reuse it for every layer (regional): "
                    "which compiles faster?", ("the whole stack", "regional: one block, reused",
                                               "about the same (within 10%)"), _faster_compile,
-                   lambda d: f"whole {d['whole']['compile_s']:.1f} s, regional {d['regional']['compile_s']:.1f} s"),
+                   lambda d: f"{d['whole']['compile_s']:.1f} s vs {d['regional']['compile_s']:.1f} s"),
 )

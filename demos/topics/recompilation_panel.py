@@ -93,7 +93,7 @@ class LivePanel(Panel):
         except Exception as exc:  # one line, the panel survives
             self.last_error = one_line(exc)
         if self._built:
-            self.progress_bar.layout.visibility = "hidden"
+            self.idle_bar()
             self.status.value = (f"<span style='color:#b00020'>⚠ {html.escape(self.last_error)}</span>"
                                  if self.last_error else f"sweep done: {s.compiles} compiles")
         self._last_S = lengths[-1] if lengths else None
