@@ -135,6 +135,6 @@ live = Demo(
     configs=Configs(warm=[{"workload": w, "dtype": d} for w in WORKLOADS for d in DTYPES]), claims=numerics_claims,
     ask=asks.among("complex_activation in bfloat16, eager and compiled, each against a float64 reference: "
                    "which is closer?", ("eager", "torch.compile", "neither: the two give the same numbers"),
-                   _closer, lambda d: f"max |Δ| vs float64: eager {d['vs_float64']['torch_eager']['max_abs']:.2g}, "
-                                      f"compiled {d['vs_float64']['torch_compile']['max_abs']:.2g}"),
+                   _closer, lambda d: f"off by {d['vs_float64']['torch_eager']['max_abs']:.2g} vs "
+                                      f"{d['vs_float64']['torch_compile']['max_abs']:.2g}"),
 )
