@@ -303,3 +303,35 @@ def test_gpu_dead_code_two_gemm_kernels():
 # =======================================================================================
 
 
+
+
+def test_kernel_time_comes_from_the_trace_and_the_panel_shows_it_beside_the_call():
+    """The H100 record's timeline trace gives the compiled call's one kernel 67.4 µs: its bytes over
+    that time, not over the call's 110 µs, is the kernel's bandwidth. A CPU run has no separate
+    kernel time. The bandwidth panel draws both, labelled, when the data has them."""
+    from demos.engine.results import reference
+    from demos.introspection import profiling
+
+    rec = reference()
+    runs = rec.sections["fusion"]["timeline"]["runs"]
+    compiled = profiling.kernel_seconds(runs[1])
+    assert compiled == pytest.approx(67.394e-6)
+    assert profiling.kernel_seconds(runs[0]) > compiled  # eager's six kernels
+    assert profiling.kernel_seconds({**runs[1], "device_lane": "host-executes"}) is None
+    lat = json.loads(json.dumps(rec.sections["fusion"]["latency"]))
+    tc = lat["forms"]["torch_compile"]
+    tc.update(kernel_s=compiled, kernel_gbps=tc["bytes"] / compiled / 1e9)
+    assert 2900 < tc["kernel_gbps"] < 3100 and tc["gbps"] < 1900  # the kernel at copy bandwidth, the call not
+    fig = fusion.figure_latency(lat, None)
+    texts = " ".join(t.get_text() for ax in fig.axes for t in ax.texts) + fig.axes[1].get_xlabel()
+    assert "kernels 2987 GB/s" in texts and "hatched: ÷ kernel time (profiler trace)" in texts
+    cpu = fusion.figure_latency(json.loads(json.dumps(rec.sections["fusion"]["latency"])), None)
+    assert "kernels" not in " ".join(t.get_text() for t in cpu.axes[1].texts)
+
+
+@pytest.mark.gpu
+def test_gpu_latency_measures_the_kernels_apart_from_the_call():
+    d = fusion.latency.run({"N": 2**22})
+    for b in ("torch_eager", "torch_compile"):
+        f = d["forms"][b]
+        assert 0 < f["kernel_s"] <= f["median_s"] * 1.05 and f["kernel_gbps"] >= f["gbps"] * 0.95, (b, f)

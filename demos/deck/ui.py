@@ -7,9 +7,14 @@ table). The panel redraws the figure in place inside an ``Output`` widget whenev
 control changes (or on its Run button), shows progress while slow work runs, and turns any
 failure into one line in its status bar, leaving the kernel and the controls usable.
 
+A demo that declares a question (``Demo.ask``, :mod:`demos.deck.asks`) asks it first: the panel
+shows the question and its choices while it measures, and reveals the controls and the figure on
+a choice (or "Show the answer"), with a mark in the status row: the room's letter, this machine's
+answer and the reference record's.
+
 Executed headless (nbclient, exports: DEMOS_STATIC=1, or outside a kernel) the same call
 renders the default figure once as a plain PNG output, so HTML and PDF exports carry real
-plots.
+plots; a question is printed first (the export gives it a page of its own) and the answer after.
 """
 from __future__ import annotations
 
@@ -316,9 +321,7 @@ class Panel:
 
     def render_static(self) -> None:
         """Headless: the default figure as a plain PNG output (exports carry real plots)."""
-        from IPython.display import HTML, display
-
-        from IPython.display import Markdown
+        from IPython.display import HTML, Markdown, display
 
         from demos.deck.asks import QUESTION_META, answer_line
 

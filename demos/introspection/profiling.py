@@ -294,6 +294,15 @@ def op_color(name: str) -> str:
     return OP_COLORS[zlib.crc32(name.encode()) % len(OP_COLORS)]
 
 
+def kernel_seconds(run: dict[str, Any]) -> float | None:
+    """The device's busy time in one profiled call: its GPU kernels' durations summed (None for a
+    CPU run, whose "device" lane is the host thread running each op: no separate kernel time)."""
+    if run.get("device_lane") != "cuda":
+        return None
+    kernels = [ev["dur_us"] for ev in run["lanes"]["device"] if ev["kind"] == "kernel"]
+    return sum(kernels) * 1e-6 if kernels else None
+
+
 def summary(run: dict[str, Any]) -> str:
     """'6 ops → 6 kernels' (or '… on the host' for a CPU run)."""
     c = run["counts"]
