@@ -1,12 +1,15 @@
 """The same answer in any order, generated from the declarations: every demo's counts and claims
-come out the same when it is measured in a fresh process, after every other demo in one process,
-and again after ``forget()`` — and that last run really measures (no cache survives forget).
+come out the same when it is measured before any demo that comes before it in the deck, after every
+other demo, and again after ``forget()`` — and that last run really measures (no cache survives
+forget).
 
-"A fresh process" is one per part (7 processes, not one per demo: each start imports torch and JAX
-again): it measures its part's demos last to first, so no demo that comes before a demo in the deck
-has run in the process that measures it (the last demo of each part runs in a process where nothing
-ran before it). The one process measures every demo after every demo before it, then after all of
-them.
+One fresh process measures every demo in reverse deck order, then every demo again after
+``forget()``. In the first pass no demo that comes before a demo in the deck has run in the process
+that measures it (the last demo of the deck is the process's first measurement), so a demo that
+leaves state behind for a later slide would change a later slide's answer in the second pass, and a
+slide that depends on state an earlier one left would fail in the first. (One process, not one per
+part: each start imports torch and JAX again, and a process per part measured nothing the reverse
+order does not.)
 
 Every claim must hold in every order, and the same claims must apply. A count claim states its
 exact count ("6 ops become 1"), so holding in every order means the same count in every order. A
@@ -28,7 +31,6 @@ from demos.engine.env import PROJECT_ROOT
 
 DEMOS = topics.load()
 KEYS = [d.key for d in DEMOS]
-PART_OF = {d.key: topics.part_of(d.topic) for d in DEMOS}
 
 # One process: measure the named demos in the order named, in the given passes ("run": as they come, each
 # after the ones before it; "forget": forget() first, then measure). Prints one JSON list.
@@ -91,9 +93,9 @@ def _run(keys: list[str], passes: str, timeout: int) -> list[dict]:
 
 @pytest.fixture(scope="module")
 def in_one_process() -> dict[tuple[str, str], dict]:
-    """Every demo, in part order, in one process: measured as they come (each after the ones
-    before it), then each again after forget() (each after every other demo)."""
-    rows = _run(KEYS, "run,forget", timeout=3000)
+    """Every demo in one fresh process, last slide first (each before every demo that comes before
+    it in the deck), then each again after forget() (each after every other demo)."""
+    rows = _run(list(reversed(KEYS)), "run,forget", timeout=3000)
     from conftest import ARTIFACTS
 
     ARTIFACTS.mkdir(exist_ok=True)
@@ -101,44 +103,15 @@ def in_one_process() -> dict[tuple[str, str], dict]:
     return {(r["key"], r["pass"]): r for r in rows}
 
 
-@pytest.fixture(scope="module")
-def in_a_fresh_process():
-    """``fresh(key)``: the demo's row from the fresh process of its part, which measures that
-    part's demos last to first (started once per part, at the first of its demos that asks)."""
-    done: dict[int, dict[str, dict] | BaseException] = {}
-
-    def fresh(key: str) -> dict:
-        part = PART_OF[key]
-        if part not in done:
-            keys = [k for k in reversed(KEYS) if PART_OF[k] == part]
-            try:
-                rows = _run(keys, "run", timeout=900 * len(keys))
-            except BaseException as exc:  # every demo of the part reports it; the process runs once
-                done[part] = exc
-                raise
-            from conftest import ARTIFACTS
-
-            ARTIFACTS.mkdir(exist_ok=True)
-            (ARTIFACTS / f"ordering-fresh-part-{part}.json").write_text(json.dumps(rows, indent=1))
-            done[part] = {r["key"]: r for r in rows}
-        if isinstance(done[part], BaseException):
-            raise AssertionError(f"{key}: the fresh process of part {part} failed (see its first demo)") \
-                from done[part]
-        return done[part][key]
-
-    return fresh
-
-
 @pytest.mark.slow
 @pytest.mark.timing  # speed claims: a failing demo is measured once more (see above)
 @pytest.mark.parametrize("key", KEYS)
-def test_counts_and_claims_are_the_same_in_any_order(key, in_one_process, in_a_fresh_process):
-    fresh = in_a_fresh_process(key)
+def test_counts_and_claims_are_the_same_in_any_order(key, in_one_process):
     first, after = in_one_process[(key, "run")], in_one_process[(key, "forget")]
-    for row in (fresh, first, after):
+    for row, when in ((first, "before every demo that comes before it"), (after, "after every other demo")):
         failed = [c for c, ok in row["claims"].items() if not ok]
-        assert not failed, f"{key} ({row['pass']}{', fresh process' if row is fresh else ''}): {failed}"
-    assert set(fresh["claims"]) == set(first["claims"]) == set(after["claims"]), key
+        assert not failed, f"{key} ({when}): {failed}"
+    assert set(first["claims"]) == set(after["claims"]), key
     # after forget() the demo measured again: no time it reports is the one it reported before
     if first["timings"] and not after["retried"]:
         assert first["timings"] != after["timings"], f"{key}: after forget() the same times came back (a cached result)"
