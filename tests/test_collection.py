@@ -18,8 +18,8 @@ def _as_a_worker_orders(nodeids):
 
 def test_a_second_process_collects_the_same_tests_in_the_same_order(request):
     here = [item.nodeid for item in request.session.items]
-    files = {n.split("::", 1)[0] for n in here}
-    args = [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", *sorted(files)]
+    files = dict.fromkeys(n.split("::", 1)[0] for n in here)  # in the order this session collected them
+    args = [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", *files]
     if request.config.option.markexpr:
         args += ["-m", request.config.option.markexpr]
     if request.config.option.keyword:
