@@ -260,3 +260,16 @@ def test_every_environment_read_goes_through_settings():
              for line, what in environment_reads(path.read_text())]
     assert not found, ("environment read outside demos/engine/settings.py (declare the variable in its SETTINGS "
                        "and read it with settings.get/raw):\n" + "\n".join(found))
+
+
+def test_modules_stay_readable_sizes():
+    """No module of demos/ over 500 lines, and no topic lesson (a module that declares demos) over
+    400: a lesson reads as its slides, its figures and helpers live beside it."""
+    too_long = []
+    for name, path in modules().items():
+        lines = len(path.read_text().splitlines())
+        lesson = name.startswith("demos.topics.") and "= Demo(" in path.read_text()
+        limit = 400 if lesson else 500
+        if lines > limit:
+            too_long.append(f"{name}: {lines} lines (at most {limit}{' for a lesson' if lesson else ''})")
+    assert not too_long, too_long

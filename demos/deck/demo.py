@@ -295,7 +295,9 @@ class Demo:
                 return None
         out = dict(data)
         out["recorded"] = True
-        out["stamp"] = plots.machine_stamp(_with_precision(record), data.get("extra", ""), record.created)
+        from demos.engine.peaks import machine_with_precision
+
+        out["stamp"] = plots.machine_stamp(machine_with_precision(record), data.get("extra", ""), record.created)
         out["machine_short"] = plots.short_machine(record.machine)
         return out
 
@@ -417,18 +419,6 @@ class Demo:
 
             show_error_line(exc)
             return None
-
-
-def _with_precision(record) -> dict:
-    """The record's machine, saying how its fp32 matmuls ran (read from its GEMM peak when an
-    older record does not say)."""
-    machine = dict(record.machine)
-    if "fp32_matmul" not in machine:
-        from demos.engine.peaks import inferred_fp32_matmul
-
-        peaks = record.sections.get("roofline", {}).get("roofline", {}).get("peaks")
-        machine["fp32_matmul"] = inferred_fp32_matmul(machine, peaks)
-    return machine
 
 
 def _replace_default(c: Control, value: Any) -> Control:

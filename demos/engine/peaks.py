@@ -63,6 +63,16 @@ def inferred_fp32_matmul(machine: dict[str, Any], peaks: dict[str, Any] | None) 
     return None
 
 
+def machine_with_precision(record) -> dict[str, Any]:
+    """A record's machine, saying how its fp32 matmuls ran (read from its GEMM peak, by
+    :func:`inferred_fp32_matmul`, where an older record does not say)."""
+    machine = dict(record.machine)
+    if "fp32_matmul" not in machine:
+        peaks = record.sections.get("roofline", {}).get("roofline", {}).get("peaks")
+        machine["fp32_matmul"] = inferred_fp32_matmul(machine, peaks)
+    return machine
+
+
 # =======================================================================================
 # The roofline model
 # =======================================================================================

@@ -35,7 +35,8 @@ from demos.introspection import codegen, profiling
 from demos.topics.fusion_code import fused_hlo_lines, jaxpr_buffers, relayout_lines, wrapper_lines
 from demos.topics.fusion_figures import (SEED, figure_dead_code, figure_kernels, figure_latency,  # noqa: F401
                                          figure_memory, figure_relayout, figure_timeline)
-from demos.topics.fusion_forms import profiled_compiled, relayout_inputs, time_form
+from demos.topics.fusion_forms import add_kernel_times, profiled_compiled, relayout_inputs, time_form
+from demos.topics.fusion_reads import buffers, elements_moved, jax_memory, kernel_counts, kernel_named
 
 WORKLOAD = "complex_activation"
 DEAD = "mlp_dead_code"
@@ -103,18 +104,11 @@ def measure_kernels(run: Run, workload: str = WORKLOAD, dtype: str = "float32",
             "eager_ops_written": len(w.eager_ops), "extra": f"{workload}, {sizes}, {dtype}"}
 
 
-def _counts(d: dict[str, Any]) -> tuple:
-    """Eager ops (kernels on a GPU), torch.compile's launches, jax.jit's entry ops and its fusions."""
-    f = d["forms"]
-    return (f["torch_eager"]["count"], f["torch_compile"]["count"], f.get("jax_jit", {}).get("count"),
-            f.get("jax_jit", {}).get("fusions"))
-
-
 # on a GPU eager may launch more CUDA kernels than the 6 ops it issues: at least 6 there
 kernels_claims = Claims(
     Claim({"cpu": WORKLOAD + ": {0} aten ops become {1} fused kernel (torch.compile) and {3} fusion (jax.jit)",
            "gpu": WORKLOAD + ": {0} CUDA kernels become {1} fused kernel (torch.compile) and {3} fusion (jax.jit)"},
-          _counts, {"cpu": "==", "gpu": (">=", "==", "==", "==")}, (6, 1, 1, 1),
+          kernel_counts, {"cpu": "==", "gpu": (">=", "==", "==", "==")}, (6, 1, 1, 1),
           applies=lambda d: d["workload"] == WORKLOAD, key="fused"),
 )
 
@@ -146,17 +140,6 @@ def measure_timeline(run: Run, N: int | None = None, dtype: str = "float32") -> 
             "extra": f"{WORKLOAD}, N={plots.pow2_label(N)}, {dtype}, profiled"}
 
 
-def _kernel_named(d: dict[str, Any]) -> int | None:
-    """Which choice the compiled lane's one kernel name matches (None: not one kernel)."""
-    names = d["runs"][1]["kernel_names"]
-    if len(names) != 1:
-        return None
-    parts = set(names[0].split("_"))
-    if {"add", "cos", "mul", "relu", "sin"} <= parts:
-        return 1
-    return 0 if "complex" in parts else 2
-
-
 timeline_claims = Claims(
     Claim("eager runs {0} kernels one after another, torch.compile {1}",
           lambda d: tuple(r["counts"]["kernels"] for r in d["runs"]), {"cpu": "==", "gpu": (">=", "==")}, (6, 1),
@@ -170,7 +153,7 @@ timeline = Demo(
     configs=Configs(warm=[{"dtype": d} for d in DTYPES]), claims=timeline_claims,
     ask=asks.among("The compiled lane runs one kernel that Inductor generated. What is it named after?",
                    ("the function: complex_activation", "the ops it fused: add, cos, mul, relu, sin",
-                    "its position only: kernel_0"), _kernel_named,
+                    "its position only: kernel_0"), kernel_named,
                    lambda d: "…" + d["runs"][1]["kernel_names"][0].split("fused", 1)[-1]),
 )
 
@@ -199,12 +182,7 @@ def measure_latency(run: Run, N: int | None = None, dtype: str = "float32", back
     f = out["forms"]
     if out["device"] == "cuda":  # the kernels alone, from a profiler trace: the call's time is more
         run.progress(0.95, "profiling the kernels…")
-        for b in ("torch_eager", "torch_compile"):
-            if "median_s" in f.get(b, {}):
-                secs = profiling.kernel_seconds(profiling.profile_run(prepare(w, b, {"N": N}, dtype), label=b,
-                                                                      warmup=0))
-                if secs:
-                    f[b].update(kernel_s=secs, kernel_gbps=f[b]["bytes"] / secs / 1e9)
+        add_kernel_times(f, w, N, dtype)
     if "torch_eager" in f and "median_s" in f.get("torch_compile", {}):
         out["speedup_torch"] = f["torch_eager"]["median_s"] / f["torch_compile"]["median_s"]
     if "median_s" in f.get("jax_eager", {}) and "median_s" in f.get("jax_jit", {}):
@@ -220,17 +198,11 @@ def _warm_latency(demo: Demo) -> None:
             demo.run({"N": n, "dtype": dtype})
 
 
-def _elements_moved(d: dict[str, Any]) -> tuple:
-    """Elements each torch form must move, in units of N (bytes ÷ N ÷ itemsize)."""
-    n = d["N"] * ITEMSIZE[d["dtype"]]
-    return tuple(d["forms"][b]["bytes"] / n for b in ("torch_eager", "torch_compile"))
-
-
 # On a GPU compiled beats eager several-fold. On a CPU the panel's N times ~3 calls per form and a
 # loaded 2-core machine stalls either form's OpenMP threads by 10×, both ways: no margin holds, so
 # the CPU speed claim is tests/test_fusion.py's ("faster" at 2^21, longer budgets, retries).
 latency_claims = Claims(
-    Claim("eager must move {0:g}N elements, fused {1:g}N", _elements_moved, "==", (15, 3), key="bytes"),
+    Claim("eager must move {0:g}N elements, fused {1:g}N", elements_moved, "==", (15, 3), key="bytes"),
     Claim("torch.compile beats torch eager by over {threshold:g}×", lambda d: d["speedup_torch"], ">",
           {"gpu": 2.0}, key="speedup"),
 )
@@ -280,28 +252,13 @@ def measure_memory(run: Run, N: int | None = None, dtype: str = "float32") -> di
     return out
 
 
-def _buffers(d: dict[str, Any]) -> tuple | None:
-    """N-sized buffers eager allocates (None if any is another size) and buffers in torch.compile's code."""
-    f, nbytes = d["forms"], d["N"] * ITEMSIZE[d["dtype"]]
-    eager = [b["bytes"] for b in f["torch_eager"]["buffers"]]
-    if any(b != nbytes for b in eager):
-        return None
-    return len(eager), len(f["torch_compile"].get("code_buffers", []))
-
-
-def _jax_memory(d: dict[str, Any]) -> tuple:
-    """jax.jit's temporary bytes and its output in units of N elements."""
-    j, nbytes = d["forms"].get("jax_jit", {}), d["N"] * ITEMSIZE[d["dtype"]]
-    return j["temp_bytes"], j["output_bytes"] / nbytes
-
-
 memory_claims = Claims(
     Claim("torch.compile needs under 1/{threshold:g} of eager's peak memory",
           lambda d: d["forms"]["torch_eager"]["peak_bytes"] / max(d["forms"]["torch_compile"]["peak_bytes"], 1),
           ">", {"gpu": 3}, key="peak"),
-    Claim("torch eager allocates {0} N-sized buffers, torch.compile {1} (the output)", _buffers, "==",
+    Claim("torch eager allocates {0} N-sized buffers, torch.compile {1} (the output)", buffers, "==",
           {"cpu": (6, 1)}, key="buffers"),
-    Claim("jax.jit: {0} bytes of temporaries, {1:g} output", _jax_memory, "==", {"cpu": (0, 1)}, key="jax"),
+    Claim("jax.jit: {0} bytes of temporaries, {1:g} output", jax_memory, "==", {"cpu": (0, 1)}, key="jax"),
 )
 
 

@@ -1,6 +1,6 @@
 """How part 2's demos run a form of a computation: timed (median and spread, its first call
 timed apart once per demo), a compiled copy whose C++ kernels emit profiler events, and the
-relayout einsum's operands on the device. :mod:`demos.topics.fusion` measures with them; what
+relayout einsum's operands on the device, and on a GPU the kernels' own time from a trace. :mod:`demos.topics.fusion` measures with them; what
 they keep between measurements is the demo's ``run.cache``.
 """
 from __future__ import annotations
@@ -10,6 +10,8 @@ from typing import Any, Callable
 
 from demos.engine.devices import require_jax
 from demos.engine.measurement import Run
+from demos.engine.workloads import prepare
+from demos.introspection import profiling
 
 
 def time_form(run: Run, prep, budget_s: float) -> dict[str, Any]:
@@ -57,3 +59,13 @@ def relayout_inputs(run: Run, B: int, H: int, D: int, K: int, dtype: str):
         run.cache["relayout inputs"] = key, tuple(jax.device_put(jnp.asarray(a).astype(jd))
                                                   for a in (x, np.ascontiguousarray(x.transpose(1, 0, 2)), w))
     return run.cache["relayout inputs"][1]
+
+
+def add_kernel_times(forms: dict[str, Any], w, N: int, dtype: str) -> None:
+    """On a GPU: each torch form's kernel time in one call, from a profiler trace (its GPU kernels'
+    durations summed), and the bandwidth over it, beside the call's (``kernel_s``, ``kernel_gbps``)."""
+    for b in ("torch_eager", "torch_compile"):
+        if "median_s" in forms.get(b, {}):
+            secs = profiling.kernel_seconds(profiling.profile_run(prepare(w, b, {"N": N}, dtype), label=b, warmup=0))
+            if secs:
+                forms[b].update(kernel_s=secs, kernel_gbps=forms[b]["bytes"] / secs / 1e9)

@@ -38,7 +38,7 @@ from demos.engine.measurement import Run
 from demos.engine.timing import sync_jax, sync_torch
 from demos.introspection import profiling
 from demos.topics.model_bundle import Bundle, agreement, bundle, cpu_threads, graph_summary, threads  # noqa: F401
-from demos.topics.model_compile_cost import first_step, stance_loop, warm_compiler
+from demos.topics.model_compile_cost import faster_compile, first_step, stance_loop, warm_compiler
 from demos.topics.model_figures import (STANCES, figure_backward, figure_compile_cost, figure_ops, figure_speed,
                                         ops_totals)
 
@@ -365,14 +365,6 @@ def _stance(d: dict, stance: str) -> dict:
 
 # The compile-cost slide: graph counts of whole vs regional, and what each stance does to a
 # shape-varying loop (counts); regional compiling faster is compared, not thresholded
-def _faster_compile(d: dict[str, Any]) -> int:
-    """0: the whole stack compiles faster, 1: regional does, 2: within 10% of each other (a quiz's bin)."""
-    whole, regional = d["whole"]["compile_s"], d["regional"]["compile_s"]
-    if abs(whole - regional) <= 0.1 * max(whole, regional):
-        return 2
-    return 1 if regional < whole else 0
-
-
 compile_cost_claims = Claims(
     Claim("whole stack: {0} graph; regional: {1} graphs (the first block's input needs no grad, the rest reuse one)",
           lambda d: (d["whole"]["graphs"], d["regional"]["graphs"]), "==", (1, 2), key="graphs"),
@@ -402,6 +394,6 @@ compile_cost = Demo(
     claims=compile_cost_claims,
     ask=asks.among("Compile the whole stack, or compile one block and reuse it for every layer (regional): "
                    "which compiles faster?", ("the whole stack", "regional: one block, reused",
-                                              "about the same (within 10%)"), _faster_compile,
+                                              "about the same (within 10%)"), faster_compile,
                    lambda d: f"{d['whole']['compile_s']:.1f} s vs {d['regional']['compile_s']:.1f} s"),
 )

@@ -1,6 +1,7 @@
 """Part 6's compile-cost instruments: a fresh model's first training step compiled whole or
 block by block (regional), a shape-varying loop of one compiled block under a
-``torch.compiler.set_stance``, and Dynamo's graph counter they read.
+``torch.compiler.set_stance``, and Dynamo's graph counter they read; which of the two compiles faster, as the slide's question
+bins it.
 :mod:`demos.topics.model` measures ``compile_cost()`` with them.
 """
 from __future__ import annotations
@@ -70,3 +71,11 @@ def stance_loop(cfg: zoo.Config, stance: str) -> dict[str, Any]:
                     break
     return {"compiles": unique_graphs() - g0, "calls": calls, "shapes": len(seqs), "seconds": time.perf_counter() - t0,
             "error": error, "seqs": seqs}
+
+
+def faster_compile(d: dict[str, Any]) -> int:
+    """0: the whole stack compiles faster, 1: regional does, 2: within 10% of each other (a quiz's bin)."""
+    whole, regional = d["whole"]["compile_s"], d["regional"]["compile_s"]
+    if abs(whole - regional) <= 0.1 * max(whole, regional):
+        return 2
+    return 1 if regional < whole else 0
