@@ -99,19 +99,34 @@ def cmd_record(args: argparse.Namespace) -> int:
     t0 = time.perf_counter()
     rec = bench(quick=args.quick, progress=text_progress())
     rec.label = "reference run" + (" (quick)" if args.quick else "")
+    meta = rec.sections.setdefault("meta", {})
     traces = out.parent / f"{out.stem}-traces"
-    for demo in demos:
+    for i, demo in enumerate(demos):
+        if args.budget_s is not None and time.perf_counter() - t0 > args.budget_s:
+            meta["not_recorded"] = [d.key for d in demos[i:]]  # past the budget: the rest are named, not measured
+            print(f"past --budget-s {args.budget_s:g}: not recorded: {', '.join(meta['not_recorded'])}",
+                  file=sys.stderr, flush=True)
+            break
         t1 = time.perf_counter()
         try:
             with keeping_traces(traces / demo.key, relative_to=out.parent):  # raw traces beside the record
-                demo.record_into(rec, quick=args.quick)
-            print(f"recorded {demo.key}: {time.perf_counter() - t1:.1f} s", file=sys.stderr, flush=True)
+                measured = demo.record_into(rec, quick=args.quick)
+            claims = demo.check_claims(measured)  # the slide's claims on this machine, as `make check` reads them
+            meta.setdefault("claims", {})[demo.key] = claims
+            failed = [c for c, ok in claims.items() if not ok]
+            said = f"claim fails: {'; '.join(failed)}" if failed else f"{len(claims)} claim(s) hold"
+            print(f"recorded {demo.key}: {time.perf_counter() - t1:.1f} s · {said}", file=sys.stderr, flush=True)
         except Exception as exc:  # keep the rest of the record
             rec.sections.setdefault("errors", {})[demo.key] = one_line(exc)
             print(f"  {demo.key}: {one_line(exc)}", file=sys.stderr, flush=True)
-    rec.sections.setdefault("meta", {})["record_wall_s"] = round(time.perf_counter() - t0, 1)
+        meta["record_wall_s"] = round(time.perf_counter() - t0, 1)
+        rec.save(out)  # after every demo: a run that is stopped keeps what it measured
+    meta["record_wall_s"] = round(time.perf_counter() - t0, 1)
     path = rec.save(out)
-    print(f"wrote {path} ({time.perf_counter() - t0:.1f} s)")
+    failing = {k: [c for c, ok in v.items() if not ok] for k, v in meta.get("claims", {}).items()}
+    failing = {k: v for k, v in failing.items() if v}
+    print(f"wrote {path} ({time.perf_counter() - t0:.1f} s); claims fail in "
+          f"{len(failing)} of {len(meta.get('claims', {}))} demos" + (f": {', '.join(failing)}" if failing else ""))
     return 0
 
 
@@ -283,6 +298,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", metavar="FILE", help="where to write (default: a new assets/results/<device>-<date>-<time>.json)")
     p.add_argument("--force", action="store_true", help="replace FILE even if it is not a results record")
     p.add_argument("--demo", help="comma-separated demos or topics (default: all)")
+    p.add_argument("--budget-s", type=float, metavar="S",
+                   help="start no demo after S seconds (the rest are named in the record's meta.not_recorded)")
     p.set_defaults(func=cmd_record)
     p = sub.add_parser("ui-bench", help="warm interaction latency of every live panel")
     p.add_argument("--demo", help="comma-separated demos or topics (default: all)")
