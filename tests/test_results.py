@@ -1,4 +1,5 @@
 import json
+from pathlib import Path
 
 from demos.engine.bench import bench, figure
 from demos.engine.plots import to_png
@@ -67,6 +68,26 @@ def test_reference_reads_env_and_default_name(tmp_path, monkeypatch):
     assert rec.save(second) == second and path.exists()
 
 
+def test_a_figure_shows_the_newest_record_that_holds_its_demo(tmp_path, monkeypatch):
+    """A record cut short by its lease, or one that withdrew a demo, leaves that demo's figure to
+    the record before it; DEMOS_RESULTS still pins one file for every figure."""
+    from demos.engine import results
+
+    gpu = {"device": "cuda", "gpu_name": "NVIDIA H100 80GB HBM3", "device_name": "NVIDIA H100 80GB HBM3"}
+    older = Record(machine=gpu, created="2026-11-24T17:15:24+00:00",
+                   sections={"eager": {"timeline": {"n": 1}}, "yourfn": {"inspector": {"n": 1}}})
+    newer = Record(machine=gpu, created="2026-11-27T03:46:15+00:00", sections={"eager": {"timeline": {"n": 2}}})
+    older.save(tmp_path / "old.json")
+    newer.save(tmp_path / "new.json")
+    monkeypatch.setattr(results, "RESULTS_DIR", tmp_path)
+    monkeypatch.delenv("DEMOS_RESULTS", raising=False)
+    assert results.reference_for("eager", "timeline").created == newer.created
+    assert results.reference_for("yourfn", "inspector").created == older.created
+    assert results.reference_for("nowhere", "at_all").created == newer.created  # nothing holds it: the newest
+    monkeypatch.setenv("DEMOS_RESULTS", str(tmp_path / "new.json"))
+    assert results.reference_for("yourfn", "inspector").created == newer.created
+
+
 def _keys(o, path=""):
     if isinstance(o, dict):
         for k, v in o.items():
@@ -116,6 +137,8 @@ def test_a_gpu_stamp_says_how_fp32_matmuls_ran_and_an_older_record_is_read_for_i
     assert "fp32 matmuls: no TF32" in plots.machine_stamp(gpu)
     assert "fp32 matmuls" not in plots.machine_stamp({"device": "cpu", "device_name": "CPU", "fp32_matmul": "no TF32"})
     demo = next(d for d in topics.load() if d.key == "roofline.payoff")
-    assert "fp32 matmuls: no TF32 (its fp32 GEMM: 51 TFLOP/s)" in demo.reference(None, seed=False)["stamp"]
+    older = Record.load(Path(__file__).resolve().parent.parent / "assets" / "results" / "h100-80gb-hbm3-2026-11-24-171524.json")
+    assert "fp32 matmuls: no TF32 (its fp32 GEMM: 51 TFLOP/s)" in demo.reference(None, record=older, seed=False)["stamp"]
+    assert "fp32 matmuls: no TF32 · " in demo.reference(None, seed=False)["stamp"]  # a newer record says it itself
     tf32 = {"compute": {"float32": {"flops_per_s": 400e12}}}
     assert inferred_fp32_matmul(gpu, tf32) is None  # as fast as TF32: it cannot say "off"

@@ -280,12 +280,12 @@ class Demo:
 
     # -- recorded runs -------------------------------------------------------------------
     def reference(self, values: dict[str, Any] | None = None, record=None, seed: bool = True) -> dict | None:
-        """This demo's data in the reference record (``results.reference()``), stamped with the
+        """This demo's data in the reference record (``results.reference_for``), stamped with the
         record's machine and date; without one, what the seed reported (``seed``); else None."""
         if record is None:
-            from demos.engine.results import reference
+            from demos.engine.results import reference_for
 
-            record = reference()
+            record = reference_for(self.topic, self.name)
         data = record.sections.get(self.topic, {}).get(self.name) if record is not None else None
         if not isinstance(data, dict):
             return self.seed_reference(values) if seed else None

@@ -153,7 +153,9 @@ def _digest(nb_path: Path, results: Path | None) -> str:
         h.update(p.read_bytes())
     if results:
         h.update(str(results.resolve()).encode())
-        h.update(results.read_bytes())
+        for f in sorted(results.glob("*.json")) if results.is_dir() else [results]:
+            h.update(f.name.encode())
+            h.update(f.read_bytes())
     return h.hexdigest()[:20]
 
 
@@ -377,7 +379,8 @@ def main(argv: list[str] | None = None, demos=None) -> int:
                 formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("what", choices=["html", "pdf", "assets"])
     ap.add_argument("--results", default=None,
-                    help="draw the figures from this recorded run (assets/results/<file>.json; or RESULTS=)")
+                    help="draw the figures from this recorded run (assets/results/<file>.json), or from a folder of "
+                         "them, each figure from the newest that holds it (or RESULTS=)")
     ap.add_argument("--placeholders", action="store_true",
                     help="with --results: export even when the record lacks some figures (they say so)")
     ap.add_argument("--parts", help="comma-separated part numbers (default: all)")
@@ -397,16 +400,16 @@ def _export(args, demos=None) -> int:
         raise DemoError("--results '': an empty file name; give a results file")
     results = Path(results) if results is not None else None
     if results:
-        from demos.engine.results import Record
+        from demos.engine.results import records_at
 
-        record = Record.load(results)  # a missing, truncated or foreign file stops here, in one line
+        records = records_at(results)  # a missing, truncated or foreign file stops here, in one line
     out = output_folder(args.out, "--out") if args.out is not None else None  # before any work
     if args.what == "assets":
         log(f"assets in {copy_assets(out or BUILD / 'html')}")
         return 0
     notebooks = select_parts(args.parts, args.notebook)
     if results and demos is not None:
-        lacking = missing_figures(record, notebooks, demos())
+        lacking = missing_figures(records, notebooks, demos())
         if lacking:
             _lacking(results, lacking, args.placeholders)
     if args.what == "html":
@@ -432,10 +435,11 @@ def _lacking(results: Path, lacking: list[str], placeholders: bool) -> None:
     log(f"⚠ {line}: exported as placeholders")
 
 
-def missing_figures(record, notebooks: list[Path], demos) -> list[str]:
+def missing_figures(records, notebooks: list[Path], demos) -> list[str]:
     """``part N topic.name`` for each live cell of these notebooks whose demo a recorded-only
-    export would draw from ``record`` but cannot: the record holds no matching measurement, looked
-    up as :meth:`Demo.render` does (this machine's default values)."""
+    export would draw from ``records`` (one record, or a folder's, newest first) but cannot: none
+    holds a matching measurement, looked up as :meth:`Demo.render` does (this machine's defaults)."""
+    records = records if isinstance(records, list) else [records]
     import nbformat
 
     from demos.deck.nbtools import live_calls
@@ -445,7 +449,8 @@ def missing_figures(record, notebooks: list[Path], demos) -> list[str]:
     for nb_path in notebooks:
         for key in live_calls(nbformat.read(str(nb_path), as_version=4)):
             demo = by_key.get(key)
-            if demo is not None and demo.reference(demo.defaults(), record=record, seed=False) is None:
+            held = [r for r in records if isinstance(r.sections.get(demo.topic, {}).get(demo.name), dict)] if demo else []
+            if demo is not None and demo.reference(demo.defaults(), record=(held or records)[0], seed=False) is None:
                 out.append(f"{nb_path.name[:2]}:{key}")
     return out
 

@@ -122,13 +122,22 @@ def unheld(notes: Iterable[tuple[str, str, list[float]]]) -> list[str]:
     return out
 
 
-def part_problems(nb, record, name: str = "") -> list[str]:
+def part_problems(nb, record=None, name: str = "") -> list[str]:
     """The figures a part's notes quote for the H100 record that the record does not hold: in
-    its sections for the part's topics (those its live cells call) or its benchmark rows."""
+    its sections for the part's topics (those its live cells call) or its benchmark rows.
+    Without ``record``: for each demo the part calls, the record its figure shows
+    (``results.reference_for``), and the newest record's rows."""
     from demos.deck.nbtools import live_calls
+    from demos.engine.results import reference, reference_for
 
-    topics = {key.split(".", 1)[0] for key in live_calls(nb)}
-    values = numbers({t: record.sections.get(t, {}) for t in topics}) + numbers(record.rows)
+    calls = [key.split(".", 1) for key in live_calls(nb)]
+    if record is not None:
+        topics = {topic for topic, _ in calls}
+        values = numbers({t: record.sections.get(t, {}) for t in topics}) + numbers(record.rows)
+    else:
+        newest = reference()
+        values = [x for t, n in dict.fromkeys(map(tuple, calls)) if (rec := reference_for(t, n)) is not None
+                  for x in numbers(rec.sections.get(t, {}).get(n, {}))] + (numbers(newest.rows) if newest else [])
     notes = [(f"{name} cell {i}" if name else f"cell {i}", c["source"], values) for i, c in enumerate(nb["cells"])
              if c["cell_type"] == "markdown"
              and c.get("metadata", {}).get("slideshow", {}).get("slide_type") == "notes"]

@@ -246,17 +246,46 @@ def recorded(paths: Iterable[Path] | None = None, gpu_only: bool = True) -> list
     return sorted(out, key=lambda r: r.created, reverse=True)
 
 
+def records_at(path: str | Path) -> list[Record]:
+    """The records a path names, newest first: one file, or every record in a folder (DemoError
+    for a missing, truncated or foreign file, or a folder that holds no record)."""
+    path = Path(path)
+    if path.is_dir():
+        recs = recorded(sorted(path.glob("*.json")), gpu_only=False)
+        if not recs:
+            raise DemoError(f"{path}: a folder with no results record in it")
+        return recs
+    return [Record.load(path)]
+
+
 def reference(path: str | Path | None = None) -> Record | None:
     """The recorded run a figure shows beside the live one.
 
-    ``path`` (or the environment variable DEMOS_RESULTS) names a file, which must be a valid
-    record (DemoError otherwise); otherwise the newest GPU record in assets/results, or None.
+    ``path`` (or the environment variable DEMOS_RESULTS) names a record, which must be valid
+    (DemoError otherwise), or a folder of them (its newest); otherwise the newest GPU record in
+    assets/results, or None.
     """
     if not path:
         from demos.engine.settings import get
 
         path = get("DEMOS_RESULTS")
     if path:
-        return Record.load(path)
+        return records_at(path)[0]
     recs = recorded()
+    return recs[0] if recs else None
+
+
+def reference_for(topic: str, name: str) -> Record | None:
+    """The record a demo's figure shows beside the live one: the newest that holds this demo,
+    among the records DEMOS_RESULTS names (a file or a folder) or else the GPU records in
+    assets/results. A record cut short by its lease, or one that withdrew a demo, so leaves that
+    demo to the record before it; each figure is stamped with its own record's machine and date.
+    None holds it: the newest."""
+    from demos.engine.settings import get
+
+    named = get("DEMOS_RESULTS")
+    recs = records_at(named) if named else recorded()
+    for rec in recs:
+        if isinstance(rec.sections.get(topic, {}).get(name), dict):
+            return rec
     return recs[0] if recs else None
