@@ -225,6 +225,7 @@ def test_live_figures_show_the_recorded_run_beside(recorded_file, monkeypatch):
 
 def test_without_a_record_the_seed_figures_stand_beside(monkeypatch):
     monkeypatch.setattr("demos.engine.results.reference", lambda path=None: None)
+    monkeypatch.setattr("demos.engine.results.reference_for", lambda topic, name: None)
     ref = eager.sync_trap.reference({"workload": "two_matmuls", "dtype": "float32"})
     assert ref["seed"] and "reported by" in ref["stamp"] and "not measured here" in ref["stamp"]
     assert ref["rows"]["jax_jit"]["returned"]["median_s"] == 76e-6 and ref["rows"]["jax_jit"]["synced"]["median_s"] == 205e-6

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import statistics
+from pathlib import Path
 
 import pytest
 
@@ -306,13 +307,18 @@ def test_gpu_dead_code_two_gemm_kernels():
 
 
 def test_kernel_time_comes_from_the_trace_and_the_panel_shows_it_beside_the_call():
-    """The H100 record's timeline trace gives the compiled call's one kernel 67.4 µs: its bytes over
-    that time, not over the call's 110 µs, is the kernel's bandwidth. A CPU run has no separate
-    kernel time. The bandwidth panel draws both, labelled, when the data has them."""
-    from demos.engine.results import reference
+    """The 2026-11-24 H100 record's timeline trace gives the compiled call's one kernel 67.4 µs: its
+    bytes over that time, not over the call's 110 µs, is the kernel's bandwidth. A CPU run has no
+    separate kernel time. The bandwidth panel draws both, labelled, when the data has them; the
+    2026-11-27 record measured them on the GPU itself (the compiled kernel 67.8 µs, 2971 GB/s)."""
+    from demos.engine.results import Record, reference
     from demos.introspection import profiling
 
-    rec = reference()
+    newer = reference().sections["fusion"]["latency"]
+    assert newer["forms"]["torch_compile"]["kernel_s"] == pytest.approx(67.775e-6)
+    drawn = fusion.figure_latency(json.loads(json.dumps(newer)), None)
+    assert "kernels 2971 GB/s" in " ".join(t.get_text() for ax in drawn.axes for t in ax.texts)
+    rec = Record.load(Path(__file__).resolve().parent.parent / "assets" / "results" / "h100-80gb-hbm3-2026-11-24-171524.json")
     runs = rec.sections["fusion"]["timeline"]["runs"]
     compiled = profiling.kernel_seconds(runs[1])
     assert compiled == pytest.approx(67.394e-6)
