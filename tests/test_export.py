@@ -336,6 +336,25 @@ def test_a_bad_results_file_stops_the_export_in_one_line(content, tmp_path, caps
     assert "r.json" in err and len(err.splitlines()) == 1, err
 
 
+def test_a_folder_of_records_draws_each_figure_from_the_newest_that_holds_it(tmp_path, capsys):
+    """RESULTS may name a folder: each figure from the newest record there that holds it, so the
+    committed folder draws everything its complete older record does; an empty folder is one line,
+    before anything runs."""
+    from demos import topics
+    from demos.engine.results import records_at
+
+    parts = sorted((Path(__file__).resolve().parent.parent / "slides").glob("0*.ipynb"))
+    records = records_at(Path(__file__).resolve().parent.parent / "assets" / "results")
+    assert len(records) >= 2 and records[0].created > records[1].created  # newest first
+    folder, older, newer = (set(export.missing_figures(r, parts, topics.load())) for r in (records, records[1], records[0]))
+    # the folder lacks only what the complete older record lacks (demos recorded at GPU sizes that no
+    # CPU default matches); the newer record alone lacks more (what it withdrew or never reached)
+    assert folder == older and newer > folder and "05:recompilation.compare_modes" in newer - folder
+    assert export.main(["pdf", "--results", str(tmp_path), "--notebook", str(FIXTURE)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "a folder with no results record in it" in err and len(err.splitlines()) == 1, err
+
+
 def test_missing_results_file_is_one_clear_line(capsys):
     assert export.main(["pdf", "--results", "assets/results/nope.json", "--notebook", str(FIXTURE)]) == 2
     assert capsys.readouterr().err == "export: assets/results/nope.json: no such file\n"

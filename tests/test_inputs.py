@@ -155,7 +155,7 @@ def _bad_settings(tmp_path) -> dict[str, list[str]]:
         "DEMOS_CHROMIUM": [str(tmp_path / "no-such-browser"), str(plain)],
         "DEMOS_USER_PYTHONSTARTUP": [str(tmp_path / "missing.py"), str(tmp_path)],
         "DEMOS_RESULTS": [str(tmp_path / "missing.json")],
-        "RESULTS": [str(tmp_path / "missing.json"), str(tmp_path)],
+        "RESULTS": [str(tmp_path / "missing.json")],
         "PORT": ["abc", "0", "99999", "80.5", "-1"],
         "PART": ["abc", "99", "1.5"],
         # other programs' variables: any text is a value (each is judged where it is used: a CXX not on

@@ -317,7 +317,8 @@ def build_html(notebooks: list[Path], out: Path | None = None, results: Path | N
             log(f"[{i}/{len(notebooks)}] {nb_path.name}: executed already (in {secs:.0f} s)")
         else:
             log(f"[{i}/{len(notebooks)}] {nb_path.name}: executing"
-                + (f" with recorded results {results.name}" if results else " (live, this machine)") + "…")
+                + ((f" from the records in {results}" if results.is_dir() else f" with recorded results {results.name}")
+                   if results else " (live, this machine)") + "…")
             nb, secs, cached = execute_part(nb_path, results, force=force)
         if results:
             lacking = placeholder_figures(nb)

@@ -84,6 +84,13 @@ def _file(text: str) -> Path:
     return p
 
 
+def _file_or_folder(text: str) -> Path:
+    p = Path(text).expanduser()
+    if not (p.is_file() or p.is_dir()):
+        raise ValueError
+    return p
+
+
 def _program(text: str) -> Path:
     p = Path(text.strip()).expanduser()
     if not (p.is_file() and os.access(p, os.X_OK)):
@@ -141,10 +148,11 @@ SETTINGS: dict[str, Setting] = {s.name: s for s in (
     Setting("DEMOS_BUILD_DIR", "a folder (not a file)", _folder, help="where exports are written (build/)"),
     Setting("DEMOS_CHROMIUM", "the path of an executable chromium", _program, help="the browser for PDF and walk"),
     Setting("DEMOS_USER_PYTHONSTARTUP", "an existing Python file", _file, help="your PYTHONSTARTUP, kept"),
-    Setting("DEMOS_RESULTS", "an existing results file (assets/results/<file>.json)", _file,
-            help="the recorded run figures draw"),
-    Setting("RESULTS", "an existing results file (assets/results/<file>.json)", _file,
-            help="make pdf/html: draw this recorded run"),
+    Setting("DEMOS_RESULTS", "an existing results file (assets/results/<file>.json) or a folder of them",
+            _file_or_folder, help="the recorded run figures draw (a folder: each from the newest that holds it)"),
+    Setting("RESULTS", "an existing results file (assets/results/<file>.json) or a folder of them",
+            _file_or_folder, help="make pdf/html: draw this recorded run (a folder: each figure from the newest "
+                                  "that holds it)"),
     Setting("PORT", "a port number from 1 to 65535", _whole(1, 65535), 8888, help="make present's port"),
     Setting("PART", "a part number in slides/ or a .ipynb path", _part, "1", help="make present's part"),
     # Other programs' variables the deck reads: any text (each is checked where it is used, e.g. a CXX
