@@ -440,18 +440,19 @@ def missing_figures(records, notebooks: list[Path], demos) -> list[str]:
     """``part N topic.name`` for each live cell of these notebooks whose demo a recorded-only
     export would draw from ``records`` (one record, or a folder's, newest first) but cannot: none
     holds a matching measurement, looked up as :meth:`Demo.render` does (this machine's defaults)."""
-    records = records if isinstance(records, list) else [records]
     import nbformat
 
     from demos.deck.nbtools import live_calls
+    from demos.engine.results import newest_holding
 
+    records = records if isinstance(records, list) else [records]
     by_key = {d.key: d for d in demos}
     out = []
     for nb_path in notebooks:
         for key in live_calls(nbformat.read(str(nb_path), as_version=4)):
             demo = by_key.get(key)
-            held = [r for r in records if isinstance(r.sections.get(demo.topic, {}).get(demo.name), dict)] if demo else []
-            if demo is not None and demo.reference(demo.defaults(), record=(held or records)[0], seed=False) is None:
+            if demo is not None and demo.reference(demo.defaults(), record=newest_holding(records, demo.topic, demo.name),
+                                                   seed=False) is None:
                 out.append(f"{nb_path.name[:2]}:{key}")
     return out
 

@@ -284,8 +284,9 @@ def reference_for(topic: str, name: str) -> Record | None:
     from demos.engine.settings import get
 
     named = get("DEMOS_RESULTS")
-    recs = records_at(named) if named else recorded()
-    for rec in recs:
-        if isinstance(rec.sections.get(topic, {}).get(name), dict):
-            return rec
-    return recs[0] if recs else None
+    return newest_holding(records_at(named) if named else recorded(), topic, name)
+
+
+def newest_holding(recs: list[Record], topic: str, name: str) -> Record | None:
+    """The first of ``recs`` (newest first) that holds the demo ``topic.name``; else the first."""
+    return next((r for r in recs if isinstance(r.sections.get(topic, {}).get(name), dict)), recs[0] if recs else None)

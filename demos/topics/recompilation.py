@@ -27,7 +27,6 @@ without resetting anything the other parts compiled.
 from __future__ import annotations
 
 import contextlib
-
 import dataclasses
 import html
 import math
