@@ -20,7 +20,7 @@ def test_every_figure_a_note_quotes_for_the_h100_record_is_in_it(path):
     rec = reference()
     assert rec is not None and "H100" in rec.machine.get("gpu_name", "")
     nb = nbformat.read(str(path), as_version=4)
-    assert quotes.part_problems(nb, None, path.name[:2]) == []  # each figure's own record
+    assert quotes.part_problems(nb, path.name[:2]) == []  # each figure's own record
 
 
 def test_a_note_misquoting_the_record_is_caught():
@@ -34,7 +34,7 @@ def test_a_note_misquoting_the_record_is_caught():
         cells = [c for c in nb.cells if right in c.source]
         assert len(cells) == 1, (part, right)
         cells[0].source = cells[0].source.replace(right, wrong)
-        found = quotes.part_problems(nb, None, part)
+        found = quotes.part_problems(nb, part)
         assert len(found) == 1 and wrong.split()[-2] in found[0], (right, wrong, found)
 
 

@@ -122,22 +122,17 @@ def unheld(notes: Iterable[tuple[str, str, list[float]]]) -> list[str]:
     return out
 
 
-def part_problems(nb, record=None, name: str = "") -> list[str]:
-    """The figures a part's notes quote for the H100 record that the record does not hold: in
-    its sections for the part's topics (those its live cells call) or its benchmark rows.
-    Without ``record``: for each demo the part calls, the record its figure shows
-    (``results.reference_for``), and the newest record's rows."""
+def part_problems(nb, name: str = "") -> list[str]:
+    """The figures a part's notes quote for the H100 record that the record does not hold: for
+    each demo the part's live cells call, in the record its figure shows
+    (``results.reference_for``), or in the newest record's benchmark rows."""
     from demos.deck.nbtools import live_calls
     from demos.engine.results import reference, reference_for
 
-    calls = [key.split(".", 1) for key in live_calls(nb)]
-    if record is not None:
-        topics = {topic for topic, _ in calls}
-        values = numbers({t: record.sections.get(t, {}) for t in topics}) + numbers(record.rows)
-    else:
-        newest = reference()
-        values = [x for t, n in dict.fromkeys(map(tuple, calls)) if (rec := reference_for(t, n)) is not None
-                  for x in numbers(rec.sections.get(t, {}).get(n, {}))] + (numbers(newest.rows) if newest else [])
+    calls = dict.fromkeys(tuple(key.split(".", 1)) for key in live_calls(nb))
+    newest = reference()
+    values = [x for t, n in calls if (rec := reference_for(t, n)) is not None
+              for x in numbers(rec.sections.get(t, {}).get(n, {}))] + (numbers(newest.rows) if newest else [])
     notes = [(f"{name} cell {i}" if name else f"cell {i}", c["source"], values) for i, c in enumerate(nb["cells"])
              if c["cell_type"] == "markdown"
              and c.get("metadata", {}).get("slideshow", {}).get("slide_type") == "notes"]
