@@ -8,6 +8,9 @@
 # detached (setsid) across several calls of the device tool and any call can pack what exists.
 # Usage, from the repository root on the GPU machine:
 #   setsid bash scripts/gpu_session.sh DIR [RECORD_BUDGET_S] >DIR.log 2>&1 < /dev/null &
+# DEMO=a.b,c records only those demos or topics (a record of a few demos sits beside the full
+# one: each figure shows the newest record holding it); FIRST="tests/x.py tests/y.py::t" runs
+# those GPU tests before the rest.
 set -u
 dir=${1:?usage: gpu_session.sh DIR [RECORD_BUDGET_S]}
 budget=${2:-420}
@@ -27,13 +30,15 @@ gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1 | 
 name="${gpu:-device}-$(date -u +%F-%H%M%S)"
 stamp "record -> $name.json (budget $budget s)"
 mkdir -p "$dir/record"
-"$py" -m demos record --budget-s "$budget" --out "$dir/record/$name.json" > "$dir/record.txt" 2>&1
+"$py" -m demos record --budget-s "$budget" ${DEMO:+--demo "$DEMO"} --out "$dir/record/$name.json" > "$dir/record.txt" 2>&1
 echo "rc=$?" >> "$dir/record.txt"
 
 stamp "pytest -m gpu"
 # the tests that never ran on a GPU first, then the rest
-first="tests/test_roofline.py tests/test_fusion.py tests/test_devices_cli.py"
-files="$first $(grep -l "mark.gpu" tests/test_*.py | grep -v -F -e test_roofline.py -e test_fusion.py -e test_devices_cli.py | tr '\n' ' ')"
+first=${FIRST:-}
+rest=$(grep -l "mark.gpu" tests/test_*.py | tr '\n' ' ')
+for f in $first; do rest=$(echo " $rest " | sed "s# ${f%%::*} # #"); done
+files="$first $rest"
 timeout 900 "$py" -m pytest -m gpu -v -p no:cacheprovider --timeout 150 $files > "$dir/gpu-tests.txt" 2>&1
 echo "rc=$?" >> "$dir/gpu-tests.txt"
 stamp "done"

@@ -345,11 +345,13 @@ def test_a_folder_of_records_draws_each_figure_from_the_newest_that_holds_it(tmp
 
     parts = sorted((Path(__file__).resolve().parent.parent / "slides").glob("0*.ipynb"))
     records = records_at(Path(__file__).resolve().parent.parent / "assets" / "results")
-    assert len(records) >= 2 and records[0].created > records[1].created  # newest first
-    folder, older, newer = (set(export.missing_figures(r, parts, topics.load())) for r in (records, records[1], records[0]))
-    # the folder lacks only what the complete older record lacks (demos recorded at GPU sizes that no
-    # CPU default matches); the newer record alone lacks more (what it withdrew or never reached)
-    assert folder == older and newer > folder and "05:recompilation.compare_modes" in newer - folder
+    assert len(records) >= 2 and all(a.created > b.created for a, b in zip(records, records[1:]))  # newest first
+    folder, *alone = (set(export.missing_figures(r, parts, topics.load())) for r in (records, *records))
+    # the folder lacks only what the complete oldest record lacks (demos recorded at GPU sizes that no
+    # CPU default matches); each newer record alone lacks more (what it withdrew or never reached)
+    assert folder == alone[-1] and all(a > folder for a in alone[:-1])
+    assert "05:recompilation.compare_modes" in alone[1] - folder  # withdrawn from 2026-11-27 03:46
+    assert "01:eager.timeline" in alone[0] - folder  # 06:48 recorded three demos only
     assert export.main(["pdf", "--results", str(tmp_path), "--notebook", str(FIXTURE)]) == 2
     err = capsys.readouterr().err.strip()
     assert "a folder with no results record in it" in err and len(err.splitlines()) == 1, err

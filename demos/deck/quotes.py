@@ -105,10 +105,11 @@ def held(q: float, unit: str, approx: bool, text: str, values: list[float],
     return False
 
 
-def unheld(notes: Iterable[tuple[str, str, list[float]]]) -> list[str]:
+def unheld(notes: Iterable[tuple[str, str, list[float]]], table: list[float] = ()) -> list[str]:
     """``where: figure`` for each figure a note quotes for the H100 record that the record does
     not hold. ``notes``: (where, the note's text, the record's numbers it may quote: those of
-    the topics its part shows, :func:`numbers`)."""
+    the demos its part shows, :func:`numbers`). ``table``: the benchmark rows' numbers, which
+    only a paragraph naming the record's "benchmark table" may quote."""
     out = []
     for where, note, values in notes:
         for par in paragraphs(note):
@@ -116,8 +117,9 @@ def unheld(notes: Iterable[tuple[str, str, list[float]]]) -> list[str]:
                 continue
             figs = quoted(par)
             siblings = [(q, u) for _t, q, u, _a in figs]
+            pool = [*values, *table] if "benchmark table" in par else values
             for text, q, unit, approx in figs:
-                if not held(q, unit, approx, text, values, siblings):
+                if not held(q, unit, approx, text, pool, siblings):
                     out.append(f"{where}: {text!r} ({q:g} {unit})")
     return out
 
@@ -125,15 +127,16 @@ def unheld(notes: Iterable[tuple[str, str, list[float]]]) -> list[str]:
 def part_problems(nb, name: str = "") -> list[str]:
     """The figures a part's notes quote for the H100 record that the record does not hold: for
     each demo the part's live cells call, in the record its figure shows
-    (``results.reference_for``), or in the newest record's benchmark rows."""
+    (``results.reference_for``), or, in a paragraph naming the "benchmark table", in the newest
+    record's benchmark rows."""
     from demos.deck.nbtools import live_calls
     from demos.engine.results import reference, reference_for
 
     calls = dict.fromkeys(tuple(key.split(".", 1)) for key in live_calls(nb))
     newest = reference()
     values = [x for t, n in calls if (rec := reference_for(t, n)) is not None
-              for x in numbers(rec.sections.get(t, {}).get(n, {}))] + (numbers(newest.rows) if newest else [])
+              for x in numbers(rec.sections.get(t, {}).get(n, {}))]
     notes = [(f"{name} cell {i}" if name else f"cell {i}", c["source"], values) for i, c in enumerate(nb["cells"])
              if c["cell_type"] == "markdown"
              and c.get("metadata", {}).get("slideshow", {}).get("slide_type") == "notes"]
-    return unheld(notes)
+    return unheld(notes, numbers(newest.rows) if newest else [])
