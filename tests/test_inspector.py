@@ -238,3 +238,78 @@ def test_the_panel_fills_presets_runs_and_redraws_views(monkeypatch):
     panel.button.click()
     assert panel.last_error is None and panel.renders == 3
     assert not yourfn.inspector.shown().get("before_after")  # edited code: no before → after
+
+
+# ---------------------------------------------------------------------------------------
+# A function written with jax.numpy alone: the JAX half of the report, and a line saying why
+# there is no torch half (the panel, the command line and inspect_fn alike)
+# ---------------------------------------------------------------------------------------
+JAX_ONLY = ("import jax.numpy as jnp\n\n\ndef helper(x):\n    return jnp.tanh(x) * 2\n\n\n"
+            "def g(x):\n    return helper(x) + jnp.sin(x)\n")
+JAX_BRANCH = "import jax.numpy as jnp\n\n\ndef h(x):\n    if x.sum() > 0:\n        return jnp.sin(x)\n    return x\n"
+
+
+def test_which_functions_are_written_with_jax_alone():
+    ns = inspector.load_source(JAX_ONLY + "import torch\n\n\ndef t(x):\n    return torch.sin(x)\n\n\n"
+                               "def m(x):\n    return x.sin() * 2\n\n\ndef mixed(x):\n    return torch.sin(jnp.cos(x))\n")
+    found = {name: inspector.uses_jax_only(inspector.pick_function(ns, name)) for name in ("g", "helper", "t", "m", "mixed")}
+    assert found == {"g": True, "helper": True, "t": False, "m": False, "mixed": False}  # g through its helper
+
+
+def test_a_jax_only_function_gets_the_jax_half_and_a_line_for_torch():
+    d = inspector.inspect_source(JAX_ONLY, func="g", shape="64x128", budget_s=0.02)
+    t, j, sw = d["torch"], d["jax"], d["sweep"]
+    assert set(t) == {"skipped"} and "no torch version" in t["skipped"] and d["device"].startswith("jax ")
+    # tanh, mul, sin, add: four jaxpr equations, one XLA fusion, one kernel
+    assert (j["jaxpr_eqns"], j["fusions"], j["kernels"]) == (4, 1, 1) and j["compile_s"] > 0 and j["hlo_excerpt"]
+    assert j["op_by_op"]["median_s"] > 0 and j["jit"]["median_s"] > 0 and j["conditions"]
+    # every new size of dimension 0 is a miss naming the argument's new shape
+    calls = sw["jax"]["calls"]
+    assert sw["dim"] == 0 and "torch" not in sw and [c["size"] for c in calls] == list(range(64, 74))
+    assert all(c["miss"] for c in calls) and sw["jax"]["misses"] == 10 and "f32[65,128]" in calls[1]["reason"]
+    text = inspector.report_text(d)
+    assert "g: jax.jit only · 4 jaxpr equations → 1 XLA fusion · 10 compiles over 10 sizes" in text
+    assert "torch.compile: no torch version" in text and "optimized HLO" in text and "size     65: jax miss" in text
+    # the panel draws each view of it
+    from demos.topics.yourfn_figures import VIEWS, figure_inspection
+
+    data = {"report": d, "preset": "chain", "version": "as written", "edited": True, "code": JAX_ONLY.splitlines(),
+            "device": d["device"], "extra": "64x128 float32"}
+    says = dict(zip(VIEWS, ("no torch version", "jax.jit has no guards", "optimized HLO (XLA)",
+                            "torch.compile: not inspected")))
+    for view in VIEWS:
+        fig = figure_inspection(data, None, view)
+        words = " ".join(t.get_text() for t in fig.texts)
+        assert says[view] in words and "Traceback" not in words, (view, words)
+    with pytest.raises(DemoError, match="written with JAX alone, and JAX was left out"):
+        inspector.inspect_source(JAX_ONLY, func="g", shape="64x128", jax=False)
+
+
+def test_inspect_fn_takes_a_jax_function_with_torch_tensors_or_jax_arrays():
+    import jax.numpy as jnp
+    import torch
+
+    from demos import inspect_fn
+
+    def f(x):
+        return jnp.exp(jnp.cos(x))
+
+    for x in (torch.randn(256), jnp.ones(256)):
+        rep = inspect_fn(f, x, sweep_dim=None, budget_s=0.02)
+        assert rep.torch == {"skipped": rep.torch["skipped"]} and rep.jax["fusions"] == 1 and rep.sweep is None
+        assert rep.summary().startswith("f: jax.jit only · 2 jaxpr equations → 1 XLA fusion")
+
+
+def test_a_jax_only_function_jax_cannot_trace_is_its_line_not_a_failure():
+    d = inspector.inspect_source(JAX_BRANCH, shape="64x64", budget_s=0.02)
+    assert d["jax"]["error_type"] == "TracerBoolConversionError" and d["jax"]["line"] == 5 and d["sweep"] is None
+    assert inspector.summary_line(d).startswith("h: jax.jit: line 5 (if x.sum() > 0:)")
+
+
+def test_the_command_line_inspects_a_jax_only_file(tmp_path):
+    f = tmp_path / "mine_jax.py"
+    f.write_text(JAX_ONLY)
+    r = subprocess.run([sys.executable, "-m", "demos", "inspect", f"{f}:g", "--shape", "128x128"], cwd=ROOT,
+                       capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert "g: jax.jit only · 4 jaxpr equations → 1 XLA fusion" in r.stdout and "no torch version" in r.stdout

@@ -15,7 +15,9 @@ from eager, with why. For a jax.numpy twin: jaxpr equations against XLA fusions,
 FLOPs and bytes, an excerpt of the optimized HLO, the compile time, latency, and the tracer error
 a data-dependent branch raises. :func:`sweep` calls the function over a range of one dimension's
 sizes: hit or miss per call, the guard that failed, when automatic dynamic shapes take over, when
-the recompile limit falls back to eager, and JAX's cache-miss reason beside each.
+the recompile limit falls back to eager, and JAX's cache-miss reason beside each. A function
+written with ``jax.numpy`` alone (torch tensors or JAX arrays as its inputs) gets the JAX half
+and JAX's side of the sweep only, with a line saying there is no torch version.
 
 Eager and compiled each run on their own copies of the inputs, so a function that mutates its
 inputs is reported (``mutates``) and measured fairly. Nothing here isolates a function that never
@@ -61,8 +63,9 @@ from demos.introspection.inspector_inputs import (  # noqa: F401  (re-exported: 
     positional_count,
     torch_inputs,
     user_error,
+    uses_jax_only,
 )
-from demos.introspection.inspector_jax import inspect_jax  # noqa: F401
+from demos.introspection.inspector_jax import inspect_jax, jax_sweep  # noqa: F401
 from demos.introspection.inspector_report import Report, call_kind, report_text, summary_line  # noqa: F401
 from demos.introspection.inspector_torch import hint_for, inspect_torch, sweep, sweep_sizes  # noqa: F401
 
@@ -78,6 +81,8 @@ def inspect_fn(fn: Callable, *example_inputs: Any, jax_fn: Callable | None = Non
     torch = require_torch()
     if not isinstance(fn, types.FunctionType):
         raise DemoError(f"inspect_fn needs a Python function, not {type(fn).__name__}")
+    if uses_jax_only(fn):
+        return _inspect_jax_only(fn, list(example_inputs), sweep_dim, sweep_count, budget_s, progress)
     if not example_inputs or not all(isinstance(x, torch.Tensor) for x in example_inputs):
         raise DemoError("inspect_fn(fn, *inputs): give example inputs as torch tensors")
     t0 = time.perf_counter()
@@ -103,6 +108,39 @@ def inspect_fn(fn: Callable, *example_inputs: Any, jax_fn: Callable | None = Non
     return rep
 
 
+def _inspect_jax_only(fn: Callable, xs: list, sweep_dim: int | None, sweep_count: int, budget_s: float,
+                      progress=None) -> Report:
+    """The report of a function written with jax.numpy alone: the JAX half (jaxpr, fusions, HLO,
+    compile, op-by-op vs jit) and JAX's side of the sweep; the torch half says why it is absent.
+    Inputs may be torch tensors (the same values are handed to JAX) or JAX arrays."""
+    torch = require_torch()
+    from demos.engine.devices import jax_backend, require_jax
+
+    jax = require_jax()
+    if not xs or not all(isinstance(x, (torch.Tensor, jax.Array)) for x in xs):
+        raise DemoError("inspect_fn(fn, *inputs): give example inputs as torch tensors or JAX arrays")
+    t0 = time.perf_counter()
+    xs = [a for x in xs for a in (jax_inputs([x]) if isinstance(x, torch.Tensor) else [x])]
+    dtype = lambda x: str(x.dtype).replace("torch.", "")  # noqa: E731
+    rep = Report(name=fn.__name__, inputs=", ".join(f"{'x'.join(map(str, x.shape))} {dtype(x)}" for x in xs),
+                 device=f"jax {jax_backend()}", source=linecache.getlines(fn.__code__.co_filename))
+    rep.torch = {"skipped": f"no torch version: {fn.__name__} is written with JAX alone, so only jax.jit is inspected"}
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        if progress:
+            progress(0.2, "jax.jit: tracing, compiling, timing op-by-op against jit")
+        rep.jax = inspect_jax(fn, xs, budget_s=budget_s)
+        if sweep_dim is not None and sweep_dim < len(xs[0].shape) and not rep.jax.get("error"):
+            if progress:
+                progress(0.85, f"sweeping dimension {sweep_dim}")
+            rep.sweep = {"dim": sweep_dim,
+                         "jax": jax_sweep(fn, xs, sweep_dim, sweep_sizes(xs[0].shape[sweep_dim], sweep_count))}
+    lines = printed.getvalue().splitlines()
+    rep.jax["printed"] = {"lines": len(lines), "first": lines[:3]}
+    rep.seconds = time.perf_counter() - t0
+    return rep
+
+
 def inspect_source(source: str, func: str | None = None, shape: str | Sequence[int] = "1024x1024",
                    dtype: str = "float32", jax: bool = True, sweep_dim: int | None = 0,
                    limit_bytes: int = 2 * 2**30, budget_s: float = BUDGET_S, progress=None) -> dict[str, Any]:
@@ -116,6 +154,8 @@ def inspect_source(source: str, func: str | None = None, shape: str | Sequence[i
     fn = pick_function(ns, func)
     count = positional_count(fn)
     check_fits(dims, dtype, count, limit_bytes)
+    if uses_jax_only(fn) and not jax:
+        raise DemoError(f"{fn.__name__} is written with JAX alone, and JAX was left out: nothing to inspect")
     twin = ns.get(f"{fn.__name__}_jax") if jax else None
     if twin is not None and not isinstance(twin, types.FunctionType):
         twin = None

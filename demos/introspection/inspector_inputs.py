@@ -3,8 +3,9 @@
 The panel's code box and ``python -m demos inspect FILE.py:FUNC`` hand in source text:
 :func:`load_source` executes it as a module of its own (its lines registered with
 ``linecache``, so tracebacks, Dynamo and the report can quote them), :func:`pick_function`
-chooses the function to inspect, and :func:`user_error` turns an exception raised in that code
-into one line naming the line of your source it passed through.
+chooses the function to inspect, :func:`uses_jax_only` tells a function written with
+``jax.numpy`` alone (it gets the JAX half of the report only), and :func:`user_error` turns an
+exception raised in that code into one line naming the line of your source it passed through.
 
 Inputs: :func:`parse_shape` reads ``"1024x1024"``, :func:`positional_count` how many tensors the
 function takes, :func:`check_fits` refuses sizes whose copies would not fit before anything is
@@ -75,6 +76,40 @@ def pick_function(namespace: dict[str, Any], name: str | None = None) -> Callabl
     if not plain:
         raise DemoError("your code defines no function (def f(x): …)")
     return plain[0]
+
+
+def uses_jax_only(fn: Callable) -> bool:
+    """Whether ``fn`` is written with JAX alone: the globals its code names (and the code of the
+    functions of its own source it calls) include a JAX module or function and no torch one.
+    Such a function cannot take torch tensors, so the inspector reports its jax.jit half alone."""
+    frameworks: set[str] = set()
+    seen: set[int] = set()
+
+    def walk(f: Callable) -> None:
+        if id(f) in seen:
+            return
+        seen.add(id(f))
+        cells = dict(zip(f.__code__.co_freevars, f.__closure__ or ()))  # names it closes over
+        codes = [f.__code__]
+        while codes:
+            code = codes.pop()
+            codes.extend(c for c in code.co_consts if isinstance(c, types.CodeType))
+            for name in (*code.co_names, *code.co_freevars):
+                try:
+                    v = cells[name].cell_contents if name in cells else f.__globals__.get(name)
+                except ValueError:  # an empty cell
+                    continue
+                if v is None:
+                    continue
+                if isinstance(v, types.FunctionType) and v.__code__.co_filename == f.__code__.co_filename:
+                    walk(v)  # a helper defined beside it
+                    continue
+                module = v.__name__ if isinstance(v, types.ModuleType) else getattr(v, "__module__", None)
+                if isinstance(module, str):
+                    frameworks.add(module.split(".", 1)[0])
+
+    walk(fn)
+    return bool(frameworks & {"jax", "jaxlib"}) and "torch" not in frameworks
 
 
 def user_error(exc: BaseException, filename: str | None = None) -> str:

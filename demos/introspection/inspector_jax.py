@@ -50,10 +50,13 @@ def inspect_jax(fn: Callable, xs: list, budget_s: float = BUDGET_S) -> dict[str,
                jaxpr=code.jaxpr.splitlines()[:30])
     jitted = jax.jit(f)
     sync = sync_jax()
-    with declared_state():
+    with declared_state() as cond:
         times = measure_interleaved({"op-by-op": (lambda: fn(*xs), sync), "jit": (lambda: jitted(*xs), sync)},
                                     budget_s=budget_s)
+    out["conditions"] = cond.stamp()
     out["op_by_op"], out["jit"] = times["op-by-op"].to_dict(), times["jit"].to_dict()
+    e, c = times["op-by-op"].median, times["jit"].median
+    out["speedup"] = e / c if c > 0 else None
     return out
 
 

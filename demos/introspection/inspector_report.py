@@ -45,8 +45,27 @@ class Report:
         return report_text(self.to_dict())
 
 
+def _jax_summary(d: dict[str, Any]) -> str:
+    """One line for a function written with JAX alone: jaxpr → fusions, recompiles, speedup, compile."""
+    j = d.get("jax") or {}
+    if j.get("error"):
+        return f"{d['name']}: jax.jit: {j['error']}"
+    bits = [f"{j.get('jaxpr_eqns', '?')} jaxpr equations → {j.get('fusions', '?')} XLA fusion"
+            + "s" * (j.get("fusions") != 1)]
+    sw = (d.get("sweep") or {}).get("jax") or {}
+    if sw.get("calls"):
+        bits.append(f"{sw.get('misses', '?')} compiles over {len(sw['calls'])} sizes")
+    if j.get("speedup"):
+        bits.append(f"{j['speedup']:.2f}× jit vs op-by-op")
+    if j.get("compile_s") is not None:
+        bits.append(f"compile {j['compile_s']:.2f} s")
+    return f"{d['name']}: jax.jit only · " + " · ".join(bits)
+
+
 def summary_line(d: dict[str, Any]) -> str:
     t = d.get("torch") or {}
+    if t.get("skipped"):
+        return _jax_summary(d)
     if t.get("error"):
         return f"{d['name']}: {t['error']}"
     bits = [f"{t.get('graphs', 0)} graph{'s' * (t.get('graphs') != 1)}",
@@ -80,6 +99,8 @@ def report_text(d: dict[str, Any]) -> str:
 
     t = d.get("torch") or {}
     out = [f"{d['name']}({d['inputs']}) on {d['device']}", "  " + summary_line(d)]
+    if t.get("skipped"):
+        out.append(f"  torch.compile: {t['skipped']}")
     for b in t.get("break_list", []):
         out.append(f"  break at line {b['line']}: {b['source']}  — {b['plain']}")
         if b.get("hint"):
@@ -101,9 +122,22 @@ def report_text(d: dict[str, Any]) -> str:
         if j.get("error"):
             out.append(f"  jax.jit: {j['error']}")
         else:
-            out.append(f"  jax.jit: {j['jaxpr_eqns']} jaxpr equations → {j['fusions']} fusions, {j['kernels']} kernels; "
+            out.append(f"  jax.jit: {j['jaxpr_eqns']} jaxpr equations → {j['fusions']} fusion{'s' * (j['fusions'] != 1)}, "
+                       f"{j['kernels']} kernel{'s' * (j['kernels'] != 1)}; "
                        f"{j.get('flops') or 0:.3g} FLOPs, {j.get('bytes') or 0:.3g} bytes; compile {j['compile_s']:.2f} s")
+            if j.get("op_by_op") and j.get("jit"):
+                o, k = j["op_by_op"], j["jit"]
+                out.append(f"  JAX op-by-op {fmt_seconds(o['median_s'])} (p10–p90 {fmt_seconds(o['p10_s'])}–"
+                           f"{fmt_seconds(o['p90_s'])}) · jax.jit {fmt_seconds(k['median_s'])} (p10–p90 "
+                           f"{fmt_seconds(k['p10_s'])}–{fmt_seconds(k['p90_s'])})")
+            if t.get("skipped") and j.get("hlo_excerpt"):
+                out.append("  optimized HLO (excerpt):")
+                out.extend(f"    {ln}" for ln in j["hlo_excerpt"][:12])
     sw = d.get("sweep") or {}
+    if t.get("skipped"):
+        for c in (sw.get("jax") or {}).get("calls", []):
+            out.append(f"  size {c['size']:>6}: jax {'miss → traced and compiled' if c['miss'] else 'hit'}"
+                       f"{(' — ' + c['reason']) if c['reason'] else ''}")
     for c in (sw.get("torch") or {}).get("calls", []):
         jx = next((x for x in (sw.get("jax") or {}).get("calls", []) if x["size"] == c["size"]), None)
         out.append(f"  size {c['size']:>6}: {call_kind(c)}"

@@ -47,6 +47,11 @@ def _slim(report: dict[str, Any]) -> dict[str, Any]:
             "jax": (report.get("jax") or {}).get("error_type") or ("runs" if report.get("jax") else None)}
 
 
+def _conditions(report: dict[str, Any]) -> str:
+    """The declared state the timings ran in (the JAX half's, for a function written with JAX alone)."""
+    return report["torch"].get("conditions") or (report.get("jax") or {}).get("conditions", "")
+
+
 def measure_inspection(run: Run, preset: str = "chain", version: str = "as written", code: str | None = None,
                        shape: str = "1024x1024", dtype: str = "float32") -> dict[str, Any]:
     """Inspect ``code`` (the preset's, when None) in the worker; when it is a preset's code
@@ -55,8 +60,7 @@ def measure_inspection(run: Run, preset: str = "chain", version: str = "as writt
     report = run_isolated(worker(), code, shape=shape, dtype=dtype, timeout_s=TIMEOUT_S, progress=run.progress)
     data: dict[str, Any] = {"report": report, "preset": preset, "version": version, "code": code.splitlines(),
                             "device": report["device"], "edited": code not in (PRESETS[preset]["code"], PRESETS[preset]["fix"]),
-                            "extra": f"{report['inputs']} · inspected in a worker process, "
-                                     f"{report['torch'].get('conditions', '')}"}
+                            "extra": f"{report['inputs']} · inspected in a worker process, {_conditions(report)}"}
     p = PRESETS[preset]
     if p["fix"] and not data["edited"]:
         other_version = "fixed" if code == p["code"] else "as written"

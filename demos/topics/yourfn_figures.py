@@ -59,6 +59,10 @@ def _view_breaks(fig, data: dict[str, Any]) -> None:
                     mark={k for k, (i, _ln) in enumerate(shown) if i in marks})
     x = 0.52
     fig.text(x, 0.915, "torch.compile", fontsize=15, fontweight="bold", color=plots.color("torch_compile"), va="top")
+    if t.get("skipped"):  # a function written with JAX alone
+        y = plots.text_lines(fig, x, 0.845, textwrap.wrap(t["skipped"], 60)[:3], step=0.055, fontsize=12.5, color=GREY)
+        _jax_breaks(fig, r, j, x, y - 0.02)
+        return
     fig.text(x, 0.845, f"graphs: {t['graphs']} · graph breaks: {t['breaks']}", fontsize=15, fontweight="bold",
              color=RED if t["breaks"] else GREEN, va="top")
     y = 0.775
@@ -73,7 +77,11 @@ def _view_breaks(fig, data: dict[str, Any]) -> None:
     if t.get("printed", {}).get("lines"):
         y = plots.text_lines(fig, x, y, [f"it printed {t['printed']['lines']} lines while inspected (once per "
                                          "eager call)"], fontsize=12.5, color=GREY)
-    y -= 0.02
+    _jax_breaks(fig, r, j, x, y - 0.02)
+
+
+def _jax_breaks(fig, r: dict[str, Any], j: dict[str, Any], x: float, y: float) -> None:
+    """The jax.jit column of the breaks view: one program, the tracer's error, or no twin."""
     fig.text(x, y, "jax.jit", fontsize=15, fontweight="bold", color=plots.color("jax_jit"), va="top")
     if not r.get("jax"):
         msg = ["no jax.numpy twin here (define <name>_jax to compare)"] if not r.get("has_jax_twin") else []
@@ -87,11 +95,14 @@ def _view_breaks(fig, data: dict[str, Any]) -> None:
 
 def _view_recompiles(fig, data: dict[str, Any]) -> None:
     r, t = data["report"], data["report"]["torch"]
+    sw = r.get("sweep") or {}
+    if t.get("skipped"):  # a function written with JAX alone
+        _jax_recompiles(fig, sw)
+        return
     guards = t.get("guards", [])
     fig.text(0.012, 0.915, f"guards on the first compile ({t.get('guard_count', len(guards))} checks)", fontsize=14,
              fontweight="bold", va="top")
     plots.draw_code(fig, 0.012, 0.86, 0.43, 0.62, [f"• {g}" for g in guards] or ["(none logged)"], fontsize=11)
-    sw = r.get("sweep") or {}
     calls = (sw.get("torch") or {}).get("calls", [])
     ax = fig.add_axes((0.58, 0.47, 0.4, 0.27))
     colors = {"hit": GREEN, "static": RED, "dynamic": AMBER, "eager": GREY}
@@ -135,6 +146,39 @@ def _view_recompiles(fig, data: dict[str, Any]) -> None:
     plots.text_lines(fig, 0.47, 0.39, lines, step=0.055, fontsize=12.5)
 
 
+def _jax_recompiles(fig, sw: dict[str, Any]) -> None:
+    """The recompiles view of a function written with JAX alone: jax.jit's cache misses per size."""
+    fig.text(0.012, 0.915, "jax.jit has no guards to read", fontsize=14, fontweight="bold", va="top")
+    plots.text_lines(fig, 0.012, 0.84, textwrap.wrap(
+        "It compiles again for each new input shape or dtype: the arguments' shapes and dtypes (and any static "
+        "arguments) are its cache key. Each miss names the argument whose shape changed.", 52),
+        step=0.06, fontsize=12.5)
+    jx = sw.get("jax") or {}
+    calls = jx.get("calls", [])
+    fig.text(0.47, 0.915, f"one call per size of dimension {sw.get('dim', 0)}", fontsize=14, fontweight="bold",
+             va="top")
+    if jx.get("error") or not calls:
+        plots.text_lines(fig, 0.47, 0.8, [jx.get("error") or "no sweep (the function did not trace)"], fontsize=12.5,
+                         color=RED if jx.get("error") else GREY)
+        return
+    ax = fig.add_axes((0.58, 0.47, 0.4, 0.27))
+    for k, c in enumerate(calls):
+        ax.scatter([k], [0], s=110, color=RED if c["miss"] else GREEN, marker="X" if c["miss"] else "o")
+    ax.set_yticks([0], ["jax.jit"], fontsize=12)
+    ax.set_xticks(range(len(calls)), [str(c["size"]) for c in calls], fontsize=11)
+    ax.set_ylim(-0.6, 0.6)
+    ax.grid(False)
+    ax.scatter([], [], color=GREEN, marker="o", label="hit")
+    ax.scatter([], [], color=RED, marker="X", label="miss: traced and compiled again")
+    handles, labels = ax.get_legend_handles_labels()
+    fig.legend(handles, labels, loc="upper left", bbox_to_anchor=(0.465, 0.865), ncols=2, fontsize=11.5, frameon=False)
+    misses = sum(c["miss"] for c in calls)
+    first = next((c["reason"] for c in calls[1:] if c["reason"]), "")
+    lines = [f"{misses} compile{'s' * (misses != 1)} over {len(calls)} sizes"] + (
+        textwrap.wrap(f"miss reason: {first}", 68)[:2] if first else [])
+    plots.text_lines(fig, 0.47, 0.39, lines, step=0.055, fontsize=12.5)
+
+
 def _view_kernels(fig, data: dict[str, Any]) -> None:
     r, t = data["report"], data["report"]["torch"]
     j = r.get("jax") or {}
@@ -156,6 +200,10 @@ def _view_kernels(fig, data: dict[str, Any]) -> None:
     libs = t.get("library_calls") or []
     if libs:
         fig.text(0.06, 0.22, f"+ library calls: {', '.join(sorted(set(libs)))[:60]}", fontsize=12.5, va="top")
+    if t.get("skipped"):  # a function written with JAX alone: XLA's program instead
+        fig.text(0.45, 0.915, "optimized HLO (XLA)", fontsize=14, fontweight="bold", va="top")
+        plots.draw_code(fig, 0.45, 0.86, 0.54, 0.66, j.get("hlo_excerpt") or [j.get("error") or "(none)"], fontsize=10.5)
+        return
     fig.text(0.45, 0.915, "generated code (Inductor)", fontsize=14, fontweight="bold", va="top")
     plots.draw_code(fig, 0.45, 0.86, 0.54, 0.66, t.get("code_excerpt") or ["(none)"], fontsize=10.5)
 
@@ -178,6 +226,15 @@ def _view_time(fig, data: dict[str, Any]) -> None:
     ax.set_ylabel("µs per call (median, p10–p90)")
     ax.set_ylim(0, max(m + h for m, h in zip(med, hi)) * 1.3 if med else 1)
     x = 0.5
+    if t.get("skipped"):  # a function written with JAX alone
+        lines = ["torch.compile: not inspected (written with JAX alone)"]
+        if j.get("compile_s") is not None:
+            lines.append(f"jax.jit compile (cache off): {j['compile_s']:.2f} s")
+        lines.append(f"jit vs op-by-op: {j['speedup']:.2f}×" if j.get("speedup") else "jit vs op-by-op: —")
+        if j.get("error"):
+            lines += textwrap.wrap(j["error"], 60)[:2]
+        plots.text_lines(fig, x, 0.86, lines, step=0.07, fontsize=13.5)
+        return
     lines = [f"compile (caches bypassed): {t['compile_s']:.2f} s" + (f" · jax.jit {j['compile_s']:.2f} s"
                                                                       if j.get("compile_s") is not None else ""),
              f"speedup: {t['speedup']:.2f}×" if t.get("speedup") else "speedup: —",
