@@ -311,10 +311,10 @@ def test_kernel_time_comes_from_the_trace_and_the_panel_shows_it_beside_the_call
     bytes over that time, not over the call's 110 µs, is the kernel's bandwidth. A CPU run has no
     separate kernel time. The bandwidth panel draws both, labelled, when the data has them; the
     2026-11-27 record measured them on the GPU itself (the compiled kernel 67.8 µs, 2971 GB/s)."""
-    from demos.engine.results import Record, reference
+    from demos.engine.results import Record, reference_for
     from demos.introspection import profiling
 
-    newer = reference().sections["fusion"]["latency"]
+    newer = reference_for("fusion", "latency").sections["fusion"]["latency"]
     assert newer["forms"]["torch_compile"]["kernel_s"] == pytest.approx(67.775e-6)
     drawn = fusion.figure_latency(json.loads(json.dumps(newer)), None)
     assert "kernels 2971 GB/s" in " ".join(t.get_text() for ax in drawn.axes for t in ax.texts)

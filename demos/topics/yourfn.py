@@ -123,5 +123,7 @@ inspector = Demo(
         asks.count("The preset chain, six pointwise ops (sin, mul, add, relu, exp, sub): how many kernels does "
                    "torch.compile generate?", inspector_claims["chain_kernels"], (2, 3, 6), noun="kernel",
                    read=lambda d: _one_kernel(d) if d.get("preset") == "chain" and not d.get("edited") else None),
-        when=lambda values: values.get("preset") == "chain"),  # the chain's slide asks; the others show
+        # the chain's slide asks about the chain as written; the others, and code typed in the box, show
+        when=lambda values: values.get("preset") == "chain"
+        and values.get("code", PRESETS["chain"]["code"]) == PRESETS["chain"]["code"]),
 )
