@@ -9,10 +9,11 @@ PYTEST_ARGS ?=
 # share the executed parts, on one worker); TEST_WORKERS=0 runs them in one process
 TEST_WORKERS ?= 2
 
-.PHONY: help setup present test test-fast pdf html warm check walk record bench info clean clean-slides lint-slides
+.PHONY: help setup plan present test test-fast pdf html warm check walk record bench info clean clean-slides lint-slides
 
 help:
 	@echo "make present   open the deck as a slideshow (JupyterLab + RISE on 127.0.0.1)"
+	@echo "make plan      what make installs on this machine (CUDA, CPU-only or default wheels) and why; installs nothing"
 	@echo "make test      run the tests (installs everything on first use)"
 	@echo "make test-fast unit tests and count claims, no notebooks or browser (a few minutes)"
 	@echo "make pdf       export every part to build/pdf/ (RESULTS=assets/results/<file>.json to draw a recorded run)"
@@ -27,11 +28,16 @@ help:
 
 setup: $(STAMP)
 
+# the machine's torch and JAX builds first (make plan says which, and why), then the pins
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m demos.engine.setup_plan --install
 	$(PY) -m pip install --quiet -e '.[dev]'
 	@touch $(STAMP)
+
+plan:
+	@$(PYTHON) -m demos.engine.setup_plan
 
 # Presenting and exporting (demos/deck/present.py, demos/deck/export.py).
 PART    ?= 1

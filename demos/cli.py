@@ -11,7 +11,7 @@ from demos.engine.errors import DemoError
 
 
 def cmd_info(args: argparse.Namespace) -> int:
-    from demos.engine.devices import backend_status, machine_info
+    from demos.engine.devices import backend_status, machine_info, same_device
 
     m = machine_info()
     print("Machine")
@@ -32,6 +32,8 @@ def cmd_info(args: argparse.Namespace) -> int:
         if not s["ok"] and s.get("fix"):
             line += f"\n      fix: {s['fix']}"
         print(line)
+    ok, where, fix = same_device()
+    print(f"  {'ok ' if ok else 'NO '} {'same device':<14} {where}" + (f"\n      fix: {fix}" if fix else ""))
     return 0
 
 

@@ -226,3 +226,22 @@ def test_a_change_of_demos_device_in_the_process_is_followed(monkeypatch):
     for device in ("cpu", "cpu", "cuda", "cpu"):
         assert plots._cached_machine(lambda: calls.append(device) or {"device": device}, device)["device"] == device
     assert calls == ["cpu", "cuda"]
+
+
+@pytest.mark.parametrize("torch_dev, jax_dev, ok, says", [
+    ("cuda", "cpu", False, "jax[cuda13] or jax[cuda12]"),   # jax[cpu] on a GPU box: two devices compared
+    ("cpu", "gpu", False, "torch sees no GPU"),             # torch's CPU wheel on a GPU box
+    ("mps", "cpu", True, "no supported Apple-GPU backend"),  # a Mac: said, nothing to fix
+    ("cuda", "gpu", True, ""), ("cpu", "cpu", True, ""), ("cpu", None, True, "torch demos only"),
+])
+def test_torch_and_jax_on_different_devices_is_told_and_fails_make_check(monkeypatch, torch_dev, jax_dev, ok, says):
+    from demos.deck import check
+    from demos.engine import devices
+
+    monkeypatch.setattr(devices, "torch_device", lambda: torch_dev)
+    monkeypatch.setattr(devices, "jax_backend", lambda: jax_dev)
+    got, where, fix = devices.same_device()
+    assert got is ok and where.startswith(f"torch on {torch_dev}, JAX on ") and says in where + fix
+    assert bool(fix) is not ok
+    row = next(r for r in check.check_environment() if r.what == "torch and JAX on the same device")
+    assert row.ok is ok and row.fix == fix

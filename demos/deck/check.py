@@ -3,7 +3,8 @@
 Runs every declared demo at its default configuration, headless, and for each one checks the
 claims its slide makes (``Demo.claims``), times measurement + figure, and reads peak memory.
 Then checks the environment the slideshow needs: widget versions RISE can render, warm compile
-caches, chromium for the PDF export, JAX not preallocating the GPU next to torch. Prints a
+caches, chromium for the PDF export, JAX not preallocating the GPU next to torch, torch and JAX on
+the same device (JAX on the CPU beside torch on the GPU fails, naming the fix). Prints a
 table (demo, device, pass/fail, seconds, memory, fix), writes it with every figure to
 ``build/check/``, and exits non-zero when anything failed.
 """
@@ -80,6 +81,7 @@ def check_demo(demo, out: Path) -> Row:
 
 def check_environment() -> list[Row]:
     from demos.deck.present import cache_status, package_version as _version, widgets_problem
+    from demos.engine.devices import same_device
 
     rows = []
     problem = widgets_problem()
@@ -91,6 +93,8 @@ def check_environment() -> list[Row]:
     browser = shutil.which("chromium") or shutil.which("chromium-browser") or raw("DEMOS_CHROMIUM")
     rows.append(Row("chromium for `make pdf`", "-", bool(browser), detail=browser or "not found",
                     fix="" if browser else "apt-get install chromium"))
+    ok, where, fix = same_device()
+    rows.append(Row("torch and JAX on the same device", "-", ok, detail=where, fix=fix))
     prealloc = get("XLA_PYTHON_CLIENT_PREALLOCATE") or ""
     ok = prealloc.lower() == "false"
     rows.append(Row("JAX does not preallocate the GPU", "-", ok, detail=f"XLA_PYTHON_CLIENT_PREALLOCATE={prealloc!r}",

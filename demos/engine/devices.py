@@ -97,6 +97,22 @@ def jax_backend() -> str | None:
         return None
 
 
+def same_device() -> tuple[bool, str, str]:
+    """Whether torch and JAX run on the same kind of device, so that a torch-vs-JAX figure
+    compares the compilers and not two devices: (ok, where each runs, the fix when not)."""
+    t, j = torch_device(), jax_backend()
+    where = f"torch on {t}, JAX on {j or 'nothing (JAX is not installed: torch demos only)'}"
+    if t == "cuda" and j not in (None, "gpu"):
+        return False, where, ("install JAX's CUDA build: `make plan` names it for this driver (jax[cuda13] or "
+                              "jax[cuda12]); .venv/bin/pip install it")
+    if t == "cpu" and j == "gpu":
+        return False, where, ("torch sees no GPU: install torch's CUDA build (`make plan`), or, to compare on the "
+                              "CPU, JAX_PLATFORMS=cpu")
+    if t == "mps" and j == "cpu":
+        return True, where + " (JAX has no supported Apple-GPU backend: torch-vs-JAX figures compare two devices)", ""
+    return True, where, ""
+
+
 def cpu_model() -> str:
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterator
@@ -108,6 +109,16 @@ def _device(text: str) -> str:
     return low
 
 
+def _index(text: str) -> str:
+    """'pypi', or the URL of a pip index."""
+    text = text.strip()
+    if text.lower() == "pypi":
+        return "pypi"
+    if not re.fullmatch(r"(https?|file)://\S+", text):
+        raise ValueError
+    return text.rstrip("/")
+
+
 def _text(text: str) -> str:
     """Any text, as it is (a variable another program reads the same way)."""
     return text
@@ -153,6 +164,10 @@ SETTINGS: dict[str, Setting] = {s.name: s for s in (
     Setting("RESULTS", "an existing results file (assets/results/<file>.json) or a folder of them",
             _file_or_folder, help="make pdf/html: draw this recorded run (a folder: each figure from the newest "
                                   "that holds it)"),
+    Setting("DEMOS_TORCH_INDEX", "'pypi' or a pip index URL (http:// or https://)", _index,
+            help="make setup: where torch comes from (default: chosen by make plan)"),
+    Setting("DEMOS_JAX_BUILD", "cpu, cuda12 or cuda13", _choice("cpu", "cuda12", "cuda13"),
+            help="make setup: which JAX build (default: chosen by make plan from the NVIDIA driver)"),
     Setting("PORT", "a port number from 1 to 65535", _whole(1, 65535), 8888, help="make present's port"),
     Setting("PART", "a part number in slides/ or a .ipynb path", _part, "1", help="make present's part"),
     # Other programs' variables the deck reads: any text (each is checked where it is used, e.g. a CXX

@@ -1,0 +1,114 @@
+"""`make plan`: what `make setup` installs, decided from the machine. Each machine is simulated
+here: a fake `nvidia-smi` on PATH printing the H100's real output (and two older drivers made
+from it), none at all, one that fails, a faked macOS and Windows; PyTorch's CPU index answering
+or not. Nothing is installed."""
+from __future__ import annotations
+
+import os
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from demos.engine import setup_plan
+from demos.engine.setup_plan import Machine, plan_for, read_nvidia_smi
+
+ROOT = Path(__file__).resolve().parent.parent
+H100 = (ROOT / "tests" / "fixtures" / "gpu" / "nvidia-smi-h100.txt").read_text()
+
+
+def _driver(cuda: str, driver: str) -> str:
+    """The H100's real output with another driver and CUDA version in its header."""
+    return H100.replace("Driver Version: 580.159.04", f"Driver Version: {driver}").replace(
+        "CUDA Version: 13.0", f"CUDA Version: {cuda}")
+
+
+def _fake_smi(tmp_path: Path, text: str, rc: int = 0) -> Path:
+    """A folder holding an `nvidia-smi` that prints ``text`` and exits ``rc``."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "out.txt").write_text(text)
+    smi = bin_dir / "nvidia-smi"
+    smi.write_text(f"#!/bin/sh\ncat '{bin_dir / 'out.txt'}'\nexit {rc}\n")
+    smi.chmod(smi.stat().st_mode | stat.S_IEXEC)
+    return bin_dir
+
+
+def _make_plan(path_first: Path | None = None, **env: str) -> subprocess.CompletedProcess:
+    """`make plan` as a user runs it (PATH with a fake nvidia-smi first, when given)."""
+    e = {k: v for k, v in os.environ.items() if k not in ("DEMOS_TORCH_INDEX", "DEMOS_JAX_BUILD")}
+    e.update(env)
+    if path_first:
+        e["PATH"] = f"{path_first}:{e['PATH']}"
+    return subprocess.run(["make", "-s", "plan", f"PYTHON={sys.executable}"], cwd=ROOT, env=e, capture_output=True,
+                          text=True, timeout=120)
+
+
+def test_the_h100s_real_nvidia_smi_reads_as_its_driver_cuda_and_gpu():
+    assert read_nvidia_smi(H100) == {"driver": "580.159.04", "cuda": (13, 0), "gpus": ["NVIDIA H100 80GB HBM3"]}
+    assert read_nvidia_smi("NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver.") is None
+
+
+@pytest.mark.parametrize("cuda, driver, jax", [("13.0", "580.159.04", "cuda13"), ("12.4", "550.54.14", "cuda12")])
+def test_an_nvidia_box_gets_cuda_torch_and_the_jax_build_its_driver_supports(tmp_path, cuda, driver, jax):
+    r = _make_plan(_fake_smi(tmp_path, _driver(cuda, driver)))
+    assert r.returncode == 0, r.stderr
+    out = r.stdout
+    assert f"NVIDIA driver {driver} (CUDA {cuda}): NVIDIA H100 80GB HBM3" in out
+    assert "pip install torch==2.13.0\n" in out and f'pip install "jax[{jax}]==0.10.2"' in out
+    assert "download.pytorch.org" not in out  # the CUDA build is PyPI's torch
+    other = {"cuda13": "cuda12", "cuda12": "cuda13"}[jax]
+    assert other not in out
+
+
+def test_an_old_driver_keeps_jax_on_the_cpu_and_says_so(tmp_path):
+    out = _make_plan(_fake_smi(tmp_path, _driver("11.8", "520.61.05"))).stdout
+    assert "jax[cuda" not in out and "supports CUDA 11.8" in out and "JAX stays on the CPU" in out
+    assert "pip install torch==2.13.0" in out
+
+
+def test_an_nvidia_smi_without_a_driver_is_a_cpu_machine_that_says_why(tmp_path):
+    r = _make_plan(_fake_smi(tmp_path, "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver.",
+                             rc=9))
+    assert r.returncode == 0 and "no NVIDIA GPU (nvidia-smi answered without a driver (NVIDIA-SMI has failed" in r.stdout
+    assert "jax[cuda" not in r.stdout
+
+
+def test_linux_without_a_gpu_takes_the_cpu_index_only_where_it_answers():
+    linux = Machine("Linux", "x86_64")
+    answers = plan_for(linux, cpu_index_answers=lambda: True)
+    assert answers.steps == [("torch's CPU-only wheel (no CUDA libraries)",
+                              ["torch==2.13.0", "--index-url", "https://download.pytorch.org/whl/cpu"])]
+    silent = plan_for(linux, cpu_index_answers=lambda: False)
+    assert silent.steps == [] and "several GB of CUDA libraries" in silent.notes[0]
+    assert "DEMOS_TORCH_INDEX" in silent.notes[0]
+    assert plan_for(Machine("Linux", "aarch64"), cpu_index_answers=lambda: pytest.fail("asked")).steps == []
+
+
+def test_a_mac_and_windows_get_the_default_wheels_with_a_line():
+    mac = plan_for(Machine("Darwin", "arm64"), cpu_index_answers=lambda: pytest.fail("asked"))
+    assert mac.steps == [] and mac.machine == "macOS arm64" and "MPS" in mac.notes[0]
+    win = plan_for(Machine("Windows", "AMD64"), cpu_index_answers=lambda: pytest.fail("asked"))
+    assert win.steps == [] and "WSL2" in win.notes[0]
+
+
+def test_the_overrides_choose_and_a_bad_one_is_one_line(tmp_path):
+    p = plan_for(Machine("Linux", "x86_64"), torch_index="https://example.org/whl/cu130", jax_build="cuda13")
+    assert [s for _w, s in p.steps] == [["torch==2.13.0", "--index-url", "https://example.org/whl/cu130"],
+                                        ["jax[cuda13]==0.10.2"]]
+    gpu = Machine("Linux", "x86_64", nvidia=read_nvidia_smi(H100))
+    assert [s for _w, s in plan_for(gpu, jax_build="cpu").steps] == [["torch==2.13.0"]]
+    r = _make_plan(None, DEMOS_JAX_BUILD="rocm")
+    assert r.returncode != 0 and "DEMOS_JAX_BUILD='rocm': must be cpu, cuda12 or cuda13" in r.stderr
+
+
+def test_this_machine_plans_what_make_setup_installed_here(monkeypatch):
+    """This machine (Linux, no GPU): make setup's plan adds nothing when the CPU index does not
+    answer, so `make present` and `make test` install what they did before the plan existed."""
+    monkeypatch.setattr(setup_plan.shutil, "which", lambda name: None)
+    m = setup_plan.this_machine()
+    assert m.nvidia is None and m.nvidia_problem == ""
+    assert plan_for(m, cpu_index_answers=lambda: False).text().endswith(
+        "then: pip install -e '.[dev]' (the pins in pyproject.toml)")
