@@ -156,6 +156,8 @@ def _bad_settings(tmp_path) -> dict[str, list[str]]:
         "DEMOS_USER_PYTHONSTARTUP": [str(tmp_path / "missing.py"), str(tmp_path)],
         "DEMOS_RESULTS": [str(tmp_path / "missing.json")],
         "RESULTS": [str(tmp_path / "missing.json")],
+        "DEMOS_TORCH_INDEX": ["cpu", "download.pytorch.org/whl/cpu", "https://"],
+        "DEMOS_JAX_BUILD": ["rocm", "cuda11", "gpu"],
         "PORT": ["abc", "0", "99999", "80.5", "-1"],
         "PART": ["abc", "99", "1.5"],
         # other programs' variables: any text is a value (each is judged where it is used: a CXX not on
