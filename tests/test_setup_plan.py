@@ -112,3 +112,20 @@ def test_this_machine_plans_what_make_setup_installed_here(monkeypatch):
     assert m.nvidia is None and m.nvidia_problem == ""
     assert plan_for(m, cpu_index_answers=lambda: False).text().endswith(
         "then: pip install -e '.[dev]' (the pins in pyproject.toml)")
+
+
+@pytest.mark.slow
+def test_postbuild_installs_the_deck_into_a_fresh_environment(tmp_path):
+    """A BinderHub or a hub image runs postBuild after environment.yml: in a fresh virtual
+    environment, its commands install the deck itself, which then imports and plans."""
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
+    env = {**os.environ, "PATH": f"{venv / 'bin'}:{os.environ['PATH']}"}
+    env.pop("PYTHONPATH", None)
+    r = subprocess.run(["bash", str(ROOT / "postBuild")], cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stdout[-1500:] + r.stderr[-1500:]
+    r = subprocess.run([str(venv / "bin" / "python"), "-c", "import demos, demos.engine.setup_plan as p; "
+                        "print(demos.__file__); print(p.plan_for(p.Machine('Linux', 'x86_64'), lambda: False).machine)"],
+                       cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr[-1500:]
+    assert r.stdout.splitlines() == [str(ROOT / "demos" / "__init__.py"), "Linux x86_64, no NVIDIA GPU"]
