@@ -41,7 +41,7 @@ def _protocol_lines() -> list[str]:
     """What a measurement would start from here: allocator, the thread policy from the load now,
     and a tiny parallel op timed (tens of µs with free cores, ~8 ms when a worker waits a timeslice)."""
     from demos.engine import protocol
-    from demos.engine.devices import torch_or_none
+    from demos.engine.devices import torch_device, torch_or_none
 
     torch_or_none()
     cond = protocol.choose_threads()
@@ -49,6 +49,12 @@ def _protocol_lines() -> list[str]:
     lines = [f"{'allocator':<18} {cond.allocator}",
              f"{'others_busy':<18} {others} (other processes, over 0.1 s)",
              f"{'thread_policy':<18} {cond.stamp()}"]
+    if torch_device() == "cuda":  # who else holds the GPU (NVML lists processes with a CUDA context)
+        import torch
+
+        torch.zeros(1, device="cuda")
+        share = protocol.gpu_reading()
+        lines.append(f"{'gpu_sharing':<18} {share.text() if share else 'unknown'}")
     probe = protocol.parallel_probe()
     if probe is not None:
         lines.append(f"{'parallel_probe':<18} 2^18-float add on {probe['threads']} thread{'s' if probe['threads'] != 1 else ''}: median "

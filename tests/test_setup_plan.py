@@ -57,7 +57,7 @@ def test_an_nvidia_box_gets_cuda_torch_and_the_jax_build_its_driver_supports(tmp
     assert r.returncode == 0, r.stderr
     out = r.stdout
     assert f"NVIDIA driver {driver} (CUDA {cuda}): NVIDIA H100 80GB HBM3" in out
-    assert "pip install torch==2.13.0\n" in out and f'pip install "jax[{jax}]==0.10.2"' in out
+    assert "pip install torch==2.13.0 nvidia-ml-py==13.615.71\n" in out and f'pip install "jax[{jax}]==0.10.2"' in out
     assert "download.pytorch.org" not in out  # the CUDA build is PyPI's torch
     other = {"cuda13": "cuda12", "cuda12": "cuda13"}[jax]
     assert other not in out
@@ -99,7 +99,7 @@ def test_the_overrides_choose_and_a_bad_one_is_one_line(tmp_path):
     assert [s for _w, s in p.steps] == [["torch==2.13.0", "--index-url", "https://example.org/whl/cu130"],
                                         ["jax[cuda13]==0.10.2"]]
     gpu = Machine("Linux", "x86_64", nvidia=read_nvidia_smi(H100))
-    assert [s for _w, s in plan_for(gpu, jax_build="cpu").steps] == [["torch==2.13.0"]]
+    assert [s for _w, s in plan_for(gpu, jax_build="cpu").steps] == [["torch==2.13.0", "nvidia-ml-py==13.615.71"]]
     r = _make_plan(None, DEMOS_JAX_BUILD="rocm")
     assert r.returncode != 0 and "DEMOS_JAX_BUILD='rocm': must be cpu, cuda12 or cuda13" in r.stderr
 

@@ -26,6 +26,10 @@ in ``make warm``/``check``/``record`` and in the tests:
    ``DEMOS_THREADS`` fixes the count instead. :class:`Conditions` says afterwards which policy ran
    and whether other processes took the cores while it measured; the panel's status line and the
    figure's stamp say so.
+4. **On a GPU, who else holds it.** Before and after each measurement, NVML names the other
+   processes on the GPU and how busy it was while this process idled
+   (:mod:`demos.engine.gpu_share`); the stamp says so, "GPU sharing unknown" where NVML cannot
+   tell, and the status line warns when the GPU was shared.
 
 Nothing here imports torch at module level.
 """
@@ -316,24 +320,33 @@ class Conditions:
     others_during: float | None = None
     allocator: str = "steady"
     seconds: float | None = None
+    gpu: str | None = None           # on a GPU: who else held it (demos.engine.gpu_share), or "… unknown"
+    gpu_busy: bool = False           # others held or used the GPU around this measurement
+
+    @property
+    def cores_busy(self) -> bool:
+        """Other processes used more of the cores than the policy left them."""
+        return self.others_during is not None and self.others_during + self.threads > self.cores + BUSY_CORE
 
     @property
     def reliable(self) -> bool:
-        """False when other processes used more of the cores than the policy left them."""
-        if self.others_during is None:
-            return True
-        return self.others_during + self.threads <= self.cores + BUSY_CORE
+        """False when other processes took the cores the policy left them, or shared the GPU."""
+        return not (self.cores_busy or self.gpu_busy)
 
     def stamp(self) -> str:
-        return f"{self.threads} of {self.cores} threads ({self.policy})"
+        return f"{self.threads} of {self.cores} threads ({self.policy})" + (f" · {self.gpu}" if self.gpu else "")
 
     def warning(self) -> str:
         """One line for the panel's status when timings are unreliable ('' when they are fine)."""
         if self.reliable:
             return ""
-        return (f"other processes used {self.others_during:.1f} of {self.cores} cores while this measured "
-                f"on {self.threads} thread{'s' if self.threads != 1 else ''}: timings may be inflated — "
-                "close them and press Run or move a control")
+        why = []
+        if self.cores_busy:
+            why.append(f"other processes used {self.others_during:.1f} of {self.cores} cores while this measured "
+                       f"on {self.threads} thread{'s' if self.threads != 1 else ''}")
+        if self.gpu_busy:
+            why.append(f"{self.gpu} while this measured")
+        return "; ".join(why) + ": timings may be inflated — close them and press Run or move a control"
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -370,6 +383,7 @@ def declared_state() -> Iterator[Conditions]:
     conditions say how much other processes used the cores while it ran."""
     cond = choose_threads()
     reset_counters()
+    gpu_before = gpu_reading()  # this process idle: utilisation now is someone else's
     t0 = time.monotonic()
     start = _cpu_snapshot()
     try:
@@ -379,6 +393,27 @@ def declared_state() -> Iterator[Conditions]:
         _LAST_SNAPSHOT[0] = end
         cond.seconds = time.monotonic() - t0
         cond.others_during = others_busy(start, end)
+        if gpu_before is not None:
+            after = gpu_reading() or gpu_before
+            shown = after if after.known and after.others > gpu_before.others else gpu_before
+            cond.gpu, cond.gpu_busy = shown.text(), gpu_before.busy or (after.known and after.others > 0)
+
+
+def gpu_reading():
+    """Who else holds the GPU (:func:`demos.engine.gpu_share.read`), when this process measures on
+    one (torch has started CUDA); None otherwise."""
+    import sys
+
+    torch = sys.modules.get("torch")
+    try:
+        on_gpu = torch is not None and torch.cuda.is_available() and torch.cuda.is_initialized()
+    except Exception:
+        on_gpu = False
+    if not on_gpu:
+        return None
+    from demos.engine.gpu_share import read
+
+    return read()
 
 
 def parallel_probe(reps: int = 7) -> dict[str, float] | None:

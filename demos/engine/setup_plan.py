@@ -7,7 +7,8 @@
 jaxlib is still ``jax`` 0.10.2), so pip keeps them.
 
 - **An NVIDIA driver** (``nvidia-smi`` answers): torch from PyPI, whose Linux wheel is the CUDA
-  build, and JAX's CUDA build chosen by the newest CUDA version the driver supports (the "CUDA
+  build, NVIDIA's NVML bindings (``nvidia-ml-py``: the deck reads who else holds the GPU), and
+  JAX's CUDA build chosen by the newest CUDA version the driver supports (the "CUDA
   Version" nvidia-smi prints): 13 or newer gives ``jax[cuda13]``, 12 gives ``jax[cuda12]``; an
   older driver keeps JAX on the CPU and says so. Without this step JAX would run on the host
   while torch runs on the GPU, and every torch-vs-JAX figure would compare two devices.
@@ -39,6 +40,7 @@ from demos.engine.settings import SettingError, get
 TORCH = "torch==2.13.0"
 JAX_VERSION = "0.10.2"
 CPU_INDEX = "https://download.pytorch.org/whl/cpu"
+NVML = "nvidia-ml-py==13.615.71"  # NVIDIA's NVML bindings: who else holds the GPU (demos.engine.gpu_share)
 
 
 @dataclass(frozen=True)
@@ -129,7 +131,7 @@ def plan_for(m: Machine, cpu_index_answers: Callable[[], bool] = index_answers,
             notes.append(f"this driver supports CUDA {cuda[0]}.{cuda[1] if cuda else '?'}; JAX's CUDA wheels need 12 "
                          "or newer, so JAX stays on the CPU (update the driver, then make setup again)"
                          if cuda else "nvidia-smi printed no CUDA version: JAX stays on the CPU")
-        torch_step = [TORCH]  # PyPI's Linux torch wheel is the CUDA build
+        torch_step = [TORCH, NVML]  # PyPI's Linux torch wheel is the CUDA build; NVML reads who shares the GPU
         notes.append("torch comes from PyPI, whose Linux wheel is the CUDA build; `python -m demos info --check` "
                      "then says whether torch and JAX both see the GPU")
     elif m.system == "Darwin":
@@ -158,7 +160,8 @@ def plan_for(m: Machine, cpu_index_answers: Callable[[], bool] = index_answers,
     if torch_step:
         why = ("torch's CPU-only wheel (no CUDA libraries)" if CPU_INDEX in torch_step else
                "torch from the index DEMOS_TORCH_INDEX names" if torch_index and torch_index != "pypi" else
-               "torch from PyPI (on Linux its wheel is the CUDA build)")
+               "torch from PyPI (on Linux its wheel is the CUDA build), and NVML's bindings (who else holds the GPU)"
+               if NVML in torch_step else "torch from PyPI (on Linux its wheel is the CUDA build)")
         plan.steps.append((why, torch_step))
     if jax:
         plan.steps.append((f"JAX's CUDA build (jax[{jax}]), so JAX runs on the same GPU as torch",
