@@ -300,3 +300,39 @@ def test_choosing_a_policy_reads_a_real_window_even_right_after_a_measurement(mo
         pass
     assert cond.others_before is not None
     protocol.reset_policy()
+
+
+# A machine without Linux's /proc and without glibc's mallopt (a Mac, a musl container), simulated
+# in a fresh process: the deck imports, measures on the CPU, and its stamp says what it could not do.
+_NO_PROC_NO_GLIBC = r'''
+import builtins, ctypes, json
+_open = builtins.open
+def no_proc(path, *a, **k):
+    if str(path).startswith("/proc/"):
+        raise FileNotFoundError(2, "No such file or directory", str(path))
+    return _open(path, *a, **k)
+builtins.open = no_proc
+class CDLL(ctypes.CDLL):
+    def __getattr__(self, attr):
+        if attr == "mallopt":
+            raise AttributeError(attr)
+        return super().__getattr__(attr)
+ctypes.CDLL = CDLL
+import demos
+from demos.engine import protocol
+from demos.topics import eager
+d = eager.timeline.run()
+print("SIM " + json.dumps({"stamp": d["stamp"], "allocator": protocol.allocator_policy(), "ops": d.get("ops")}))
+'''
+
+
+def test_without_proc_and_glibc_it_measures_and_says_what_it_could_not_do():
+    import json
+
+    r = subprocess.run([sys.executable, "-c", _NO_PROC_NO_GLIBC], capture_output=True, text=True, timeout=300)
+    line = [ln for ln in r.stdout.splitlines() if ln.startswith("SIM ")]
+    assert r.returncode == 0 and line, r.stderr[-2000:]
+    got = json.loads(line[0][4:])
+    assert got["allocator"] == "the platform's (no glibc)"
+    assert "(load unknown without /proc: all cores used)" in got["stamp"]
+    assert "allocator: the platform's (no glibc)" in got["stamp"]

@@ -334,7 +334,9 @@ class Conditions:
         return not (self.cores_busy or self.gpu_busy)
 
     def stamp(self) -> str:
-        return f"{self.threads} of {self.cores} threads ({self.policy})" + (f" · {self.gpu}" if self.gpu else "")
+        return (f"{self.threads} of {self.cores} threads ({self.policy})"
+                + (f" · allocator: {self.allocator}" if self.allocator != "steady" else "")
+                + (f" · {self.gpu}" if self.gpu else ""))
 
     def warning(self) -> str:
         """One line for the panel's status when timings are unreliable ('' when they are fine)."""
@@ -369,7 +371,8 @@ def choose_threads() -> Conditions:
     else:
         n = threads_for(others, n_cores)
         busy = n_cores - n
-        policy = "all cores free" if busy == 0 else f"{busy} of {n_cores} cores busy elsewhere"
+        policy = ("load unknown without /proc: all cores used" if others is None else
+                  "all cores free" if busy == 0 else f"{busy} of {n_cores} cores busy elsewhere")
         _POLICY[0] = (n, policy)
     torch = sys.modules.get("torch")
     if torch is not None and torch.get_num_threads() != n:
