@@ -349,6 +349,21 @@ def main(argv: list[str] | None = None) -> int:
     p = sub.add_parser("export", add_help=False, help="the deck as offline HTML or PDF (python -m demos.deck.export)")
     p.add_argument("rest", nargs=argparse.REMAINDER)
     p.set_defaults(func=cmd_export)
+    # where `make` is absent (Windows): the targets make runs, by name
+    p = sub.add_parser("present", add_help=False, help="open the deck as a slideshow, as `make present` does "
+                       "(--part N, --port P)")
+    p.add_argument("rest", nargs=argparse.REMAINDER)
+    p = sub.add_parser("plan", add_help=False, help="what setup installs on this machine, as `make plan` prints")
+    p.add_argument("rest", nargs=argparse.REMAINDER)
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["present"]:  # the presenter and the plan parse their own arguments
+        from demos.deck.present import main as present_main
+
+        return present_main(argv[1:])
+    if argv[:1] == ["plan"]:
+        from demos.engine.setup_plan import main as plan_main
+
+        return plan_main(argv[1:])
     args = ap.parse_args(argv)
     if args.cmd == "export":  # the export parses its own arguments and guards itself
         return cmd_export(args)

@@ -129,3 +129,14 @@ def test_postbuild_installs_the_deck_into_a_fresh_environment(tmp_path):
                        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr[-1500:]
     assert r.stdout.splitlines() == [str(ROOT / "demos" / "__init__.py"), "Linux x86_64, no NVIDIA GPU"]
+
+
+def test_where_make_is_absent_the_entry_point_plans_and_presents():
+    """Windows without make: `jit-deck plan` and `jit-deck present` do what the make targets do."""
+    exe = Path(sys.executable).with_name("jit-deck")
+    r = subprocess.run([str(exe), "plan"], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0 and r.stdout.startswith("machine: ") and "pip install -e '.[dev]'" in r.stdout
+    r = subprocess.run([str(exe), "present", "--dry-run", "--part", "2"], cwd=ROOT, capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert "-m jupyterlab" in r.stdout and "/rise/slides/02_what_compilers_do.ipynb" in r.stdout
