@@ -11,7 +11,7 @@ from demos.engine.errors import DemoError
 
 
 def cmd_info(args: argparse.Namespace) -> int:
-    from demos.engine.devices import backend_status, machine_info, same_device
+    from demos.engine.devices import backend_status, machine_info, old_gpu_warning, same_device
 
     m = machine_info()
     print("Machine")
@@ -34,6 +34,9 @@ def cmd_info(args: argparse.Namespace) -> int:
         print(line)
     ok, where, fix = same_device()
     print(f"  {'ok ' if ok else 'NO '} {'same device':<14} {where}" + (f"\n      fix: {fix}" if fix else ""))
+    old = old_gpu_warning()
+    if old:
+        print(f"  !   {'old GPU':<14} {old}")
     return 0
 
 

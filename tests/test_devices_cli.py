@@ -245,3 +245,31 @@ def test_torch_and_jax_on_different_devices_is_told_and_fails_make_check(monkeyp
     assert bool(fix) is not ok
     row = next(r for r in check.check_environment() if r.what == "torch and JAX on the same device")
     assert row.ok is ok and row.fix == fix
+
+
+def test_bfloat16_is_refused_in_one_line_below_compute_capability_8(monkeypatch, capsys):
+    """A T4 (7.5): Triton's bfloat16 fails in ptxas there, so every demo refuses it before
+    measuring, the inspector too, and `info` warns about the GPU; an A100 (8.0) takes it."""
+    from demos import topics
+    from demos.engine import devices
+    from demos.engine.errors import DemoError
+    from demos.introspection import inspector
+
+    monkeypatch.setattr(devices, "cuda_capability", lambda: (7, 5))
+    with_dtype = [d for d in topics.load() if any(c.name == "dtype" and "bfloat16" in map(str, c.values())
+                                                  for c in d.control_list("gpu"))]
+    assert with_dtype
+    for d in with_dtype:
+        with pytest.raises(DemoError) as exc:
+            d.validate({"dtype": "bfloat16"})
+        line = str(exc.value)
+        assert line.startswith(f"{d.key}: dtype=bfloat16: bfloat16 needs compute capability 8.0") and "\n" not in line
+        assert "this GPU is 7.5: choose float32 or float16" in line
+        assert d(dtype="bfloat16") is None  # the live cell: one printed line, no exception
+        assert capsys.readouterr().out.count("\n") == 1
+    with pytest.raises(DemoError, match="dtype=bfloat16: bfloat16 needs compute capability 8.0"):
+        inspector.run_isolated(None, "def f(x):\n    return x\n", dtype="bfloat16")
+    assert "does not officially support GPUs below 8.0" in devices.old_gpu_warning()
+    monkeypatch.setattr(devices, "cuda_capability", lambda: (8, 0))
+    assert devices.dtype_problem("bfloat16") is None and devices.old_gpu_warning() is None
+    assert with_dtype[0].validate({"dtype": "bfloat16"})["dtype"] == "bfloat16"

@@ -54,6 +54,7 @@ from demos.deck.controls import (Choice, Code, Control, Float, Int, Pow2, Pow2Ra
                                  _show, _whole)
 from demos.engine import plots
 from demos.engine.env import WARMED_DIR, package_digest
+from demos.engine.devices import runs_here
 from demos.engine.errors import DemoError
 from demos.engine.measurement import Progress, Run
 from demos.engine.protocol import Conditions, forget_all
@@ -200,7 +201,7 @@ class Demo:
         controls = {c.name: c for c in self.control_list()}
         vals = {k: c.default for k, c in controls.items()}
         if values is None:
-            return vals
+            return runs_here(self.key, vals)
         if not isinstance(values, dict):
             raise DemoError(f"{self.key}: values must be a dict of control values, not {type(values).__name__}")
         params = inspect.signature(self.measure).parameters
@@ -225,7 +226,7 @@ class Demo:
             for k, v in self.derived(dict(vals)).items():
                 if k in controls and k not in values:
                     vals[k] = controls[k].check(v)
-        return vals
+        return runs_here(self.key, vals)
 
     # -- measuring ---------------------------------------------------------------------
     def _measured(self, values: dict[str, Any] | None, progress: Progress | None) -> tuple[dict, Conditions | None]:

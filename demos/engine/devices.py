@@ -97,6 +97,42 @@ def jax_backend() -> str | None:
         return None
 
 
+def cuda_capability() -> tuple[int, int] | None:
+    """The compute capability of the GPU torch measures on; None off CUDA."""
+    torch = torch_or_none()
+    if torch is None or torch_device() != "cuda":
+        return None
+    return tuple(torch.cuda.get_device_capability())
+
+
+def dtype_problem(dtype: str) -> str | None:
+    """Why this device cannot run ``dtype`` (None: it can). Below compute capability 8.0 (a T4 is
+    7.5) Triton's bfloat16 kernels fail in ptxas ("Feature '.bf16' requires .target sm_80 or
+    higher", triton-lang/triton#1941), so torch.compile cannot run them."""
+    cc = cuda_capability() if dtype == "bfloat16" else None
+    if cc is not None and cc < (8, 0):
+        return (f"bfloat16 needs compute capability 8.0 or newer for torch.compile's Triton kernels; this GPU "
+                f"is {cc[0]}.{cc[1]}: choose float32 or float16")
+    return None
+
+
+def runs_here(who: str, values: dict[str, Any]) -> dict[str, Any]:
+    """``values``, unless their dtype is one this device lacks: then one line naming ``who``."""
+    problem = isinstance(values.get("dtype"), str) and dtype_problem(values["dtype"])
+    if problem:
+        raise DemoError(f"{who}: dtype={values['dtype']}: {problem}")
+    return values
+
+
+def old_gpu_warning() -> str | None:
+    """A line for GPUs Triton does not officially support (compute capability below 8.0)."""
+    cc = cuda_capability()
+    if cc is not None and cc < (8, 0):
+        return (f"compute capability {cc[0]}.{cc[1]}: Triton (torch.compile's GPU code) does not officially "
+                "support GPUs below 8.0; bfloat16 is refused here, and other figures may fail to compile")
+    return None
+
+
 def same_device() -> tuple[bool, str, str]:
     """Whether torch and JAX run on the same kind of device, so that a torch-vs-JAX figure
     compares the compilers and not two devices: (ok, where each runs, the fix when not)."""

@@ -227,7 +227,10 @@ def run_isolated(worker, source: str, func: str | None = None, shape: str = "102
     dims = parse_shape(shape)
     if dtype not in DTYPES:
         raise DemoError(f"dtype {dtype!r}: one of {', '.join(DTYPES)}")
+    from demos.engine.devices import runs_here
     from demos.engine.worker import default_memory_bytes
+
+    runs_here("the inspector", {"dtype": dtype})
 
     cap = memory_bytes or default_memory_bytes()
     check_fits(dims, dtype, 1, cap)
