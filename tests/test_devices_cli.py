@@ -273,3 +273,37 @@ def test_bfloat16_is_refused_in_one_line_below_compute_capability_8(monkeypatch,
     monkeypatch.setattr(devices, "cuda_capability", lambda: (8, 0))
     assert devices.dtype_problem("bfloat16") is None and devices.old_gpu_warning() is None
     assert with_dtype[0].validate({"dtype": "bfloat16"})["dtype"] == "bfloat16"
+
+
+def test_compiled_results_that_disagree_with_eager_are_caught():
+    """The check MPS gets (its Inductor backend is a prototype, and MPS once summed wrongly):
+    here on the CPU, the real torch.compile agrees; a compile that is off by a little does not."""
+    import torch
+
+    from demos.engine import devices
+
+    assert devices.compiled_vs_eager("cpu") <= devices.AGREE_REL
+    off = devices.compiled_vs_eager("cpu", compile=lambda f: (lambda t: f(t) * (1 + 1e-2)))
+    assert off > devices.AGREE_REL and torch.get_default_dtype() == torch.float32
+
+
+def test_on_an_accelerator_that_disagrees_every_claim_fails_and_every_figure_says_so(monkeypatch):
+    """A faked MPS where compiled and eager disagree: no claim passes, the stamp says why, and
+    `info --check` marks torch.compile as not working; a CPU is never checked."""
+    from demos.deck.claims import evaluate
+    from demos.engine import devices, plots
+    from demos.topics import fusion
+
+    data = fusion.kernels.run()
+    assert evaluate(fusion.kernels.claims, data) and all(fusion.kernels.check_claims(data).values())
+    monkeypatch.setattr(devices, "torch_device", lambda: "mps")
+    wrong = "torch.compile disagrees with eager on mps (largest relative difference 0.5 on a test sum)"
+    monkeypatch.setattr(devices, "_disagreement", lambda device: wrong if device == "mps" else pytest.fail(device))
+    claims = fusion.kernels.check_claims(data)
+    assert claims and not any(claims.values()) and set(claims) == set(evaluate(fusion.kernels.claims, data))
+    monkeypatch.setattr(plots, "_cached_machine", lambda fn, device: {"device": "mps"})
+    assert f"⚠ {wrong}" in plots.live_stamp("N=2^16")
+    st = devices.backend_status(check_compile=False)["torch_compile"]
+    assert st["ok"]  # the prerequisites alone: the check runs with a test compile
+    monkeypatch.setattr(devices, "torch_device", lambda: "cpu")
+    assert devices.accelerator_disagrees() is None and all(fusion.kernels.check_claims(data).values())

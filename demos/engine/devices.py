@@ -12,7 +12,7 @@ import shutil
 import sys
 import sysconfig
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from demos.engine.env import package_version
 from demos.engine.errors import DemoError
@@ -382,6 +382,10 @@ def backend_status(check_compile: bool = False) -> dict[str, dict[str, Any]]:
                     f(torch.ones(8, device=torch_device()))
                     torch._dynamo.reset()
                     status["torch_compile"]["detail"] += " (test compile ok)"
+                    wrong = accelerator_disagrees()
+                    if wrong:
+                        status["torch_compile"] = {"ok": False, "detail": wrong,
+                                                   "fix": "compare on the CPU: DEMOS_DEVICE=cpu"}
                 except Exception as exc:  # pragma: no cover - depends on machine
                     from demos.engine.errors import one_line
 
@@ -407,8 +411,46 @@ def backend_status(check_compile: bool = False) -> dict[str, dict[str, Any]]:
         status["jax_eager"] = {"ok": ok, "detail": detail}
         status["jax_jit"] = {"ok": ok, "detail": ("XLA → " + str(jax_backend())) if ok else detail}
         if torch_device() == "cuda" and jax_backend() == "cpu":
-            status["jax_jit"]["detail"] += " (JAX sees no GPU: pip install 'jax[cuda12]' to compare on the GPU)"
+            status["jax_jit"]["detail"] += " (JAX sees no GPU: `make plan` names the CUDA build to install)"
     return status
+
+
+def compiled_vs_eager(device: str, compile: Callable | None = None) -> float:
+    """The largest difference, relative to eager's largest value, between a small function run
+    eagerly and compiled on ``device``: pointwise ops and a row sum over a length that is no power
+    of two (MPS once summed wrongly, pytorch#170360)."""
+    torch = require_torch()
+    x = torch.randn(4096, 257, generator=torch.Generator().manual_seed(0)).to(device)
+
+    def f(t):
+        return (t.sin() * 2 + 1).relu().sum(dim=1) + t.mean()
+
+    eager = f(x).double().cpu()
+    compiled = (compile or torch.compile)(f)(x).double().cpu()
+    return float((eager - compiled).abs().max() / eager.abs().max().clamp_min(1e-30))
+
+
+AGREE_REL = 1e-3  # float32 sums of 257 terms, reassociated: far under this; a wrong sum: far over
+
+
+@functools.lru_cache(maxsize=None)
+def _disagreement(device: str) -> str | None:
+    try:
+        rel = compiled_vs_eager(device)
+    except Exception as exc:
+        from demos.engine.errors import one_line
+
+        return f"torch.compile could not be checked against eager on {device}: {one_line(exc)}"
+    return None if rel <= AGREE_REL else (f"torch.compile disagrees with eager on {device} (largest relative "
+                                          f"difference {rel:.2g} on a test sum): its figures are not trusted")
+
+
+def accelerator_disagrees() -> str | None:
+    """On an accelerator other than CUDA (MPS, whose Inductor backend is a prototype): a line when
+    compiled and eager results disagree there, checked once per process. None on a CPU or CUDA,
+    and where they agree. Every figure's stamp says it, and no claim passes while it stands."""
+    device = torch_device()
+    return None if device in ("cpu", "cuda") else _disagreement(device)
 
 
 def working_backends(check_compile: bool = False) -> list[str]:

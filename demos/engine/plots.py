@@ -166,13 +166,14 @@ def machine_stamp(machine: dict[str, Any], extra: str = "", date: str = "") -> s
 def live_stamp(extra: str = "", threads: str = "") -> str:
     """Where a live measurement ran; ``threads`` is the thread policy it ran under (a CPU's
     ``Conditions.stamp()``, e.g. "1 of 2 threads (1 of 2 cores busy elsewhere)")."""
-    from demos.engine.devices import machine_info, torch_device
+    from demos.engine.devices import accelerator_disagrees, machine_info, torch_device
     from demos.engine.results import now_iso
 
     machine = dict(_cached_machine(machine_info, torch_device()))
     if threads:
         machine["threads_policy"] = threads
-    return machine_stamp(machine, extra, now_iso())
+    wrong = accelerator_disagrees()  # MPS: compiled ≠ eager there, said on every figure
+    return machine_stamp(machine, f"⚠ {wrong} · {extra}" if wrong else extra, now_iso())
 
 
 _MACHINE: dict[str, dict[str, Any]] = {}  # per torch device (DEMOS_DEVICE may change in a process)
