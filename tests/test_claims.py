@@ -167,9 +167,9 @@ def test_a_claim_the_measurement_cannot_answer_fails():
 # (d) the notes checker itself can fail
 # ---------------------------------------------------------------------------------------
 def test_a_note_stating_a_threshold_no_claim_declares_is_rejected():
-    ok = "The chain gains ~1.3× here (the slide's claim: more than 1.2× faster; the seed saw ~7×)."
-    assert [n for _, n in note_thresholds(ok)] == [[1.2]] and _undeclared(ok, 3) == []
-    wrong = ok.replace("more than 1.2×", "more than 1.05×")
+    ok = "The chain gains ~1.3× here (the slide's claim: more than 1.1× faster; the seed saw ~7×)."
+    assert [n for _, n in note_thresholds(ok)] == [[1.1]] and _undeclared(ok, 3) == []
+    wrong = ok.replace("more than 1.1×", "more than 1.05×")
     assert _undeclared(wrong, 3) == ["more than 1.05×"]
     for phrase in ("over 1.3×", "> 1.3×", "under 2.5×", "< 0.8×", "at least 4.5×", "within 0.6–1.6"):
         assert _undeclared(f"the claim: {phrase} faster", 3) == [phrase], phrase
