@@ -123,8 +123,12 @@ class Worker:
 
     # -- a job -------------------------------------------------------------------------
     def call(self, module: str, function: str, kwargs: dict[str, Any], timeout_s: float = 120.0,
-             memory_bytes: int | None = None, progress: Callable[[float, str], None] | None = None) -> Any:
-        """``module.function(**kwargs)`` in the child; its result, or DemoError in one line."""
+             memory_bytes: int | None = None, progress: Callable[[float, str], None] | None = None,
+             stage_limits: dict[str, tuple[float, str]] | None = None) -> Any:
+        """``module.function(**kwargs)`` in the child; its result, or DemoError in one line.
+        ``stage_limits``: {a progress message's start: (seconds, what it is, in words)}: a stage
+        the job reports must reach its next progress message within its seconds (an endless loop
+        is stopped there, not at ``timeout_s``), and the seconds left are reported as it waits."""
         if not self.alive:
             self.start()
         request = json.dumps({"module": module, "function": function, "kwargs": kwargs}) + "\n"
@@ -134,15 +138,18 @@ class Worker:
         except (BrokenPipeError, OSError):
             self.stop()
             raise DemoError("the worker process had stopped; press Run again") from None
-        msg = self._read(timeout_s, memory_bytes or default_memory_bytes(), progress)
+        msg = self._read(timeout_s, memory_bytes or default_memory_bytes(), progress, stage_limits or {})
         if msg.get("ok"):
             return msg.get("result")
         raise DemoError(msg.get("error") or "the job failed")
 
-    def _read(self, timeout_s: float, memory_bytes: int | None, progress) -> dict[str, Any]:
+    def _read(self, timeout_s: float, memory_bytes: int | None, progress,
+              stage_limits: dict[str, tuple[float, str]] | None = None) -> dict[str, Any]:
         """The next result line, passing progress lines on; kills the child past the limits."""
         deadline = time.monotonic() + timeout_s
         fd = self.proc.stdout.fileno()
+        stage = None  # (fraction, message, seconds, what, its deadline) of a limited stage under way
+        told = 0.0
         while True:
             while b"\n" in self._buf:
                 line, self._buf = self._buf.split(b"\n", 1)
@@ -151,11 +158,21 @@ class Worker:
                 except ValueError:
                     continue
                 if "progress" in msg:
+                    frac, text = float(msg["progress"]), str(msg.get("message", ""))
+                    limit = next((v for k, v in (stage_limits or {}).items() if text.startswith(k)), None)
+                    stage = (frac, text, *limit, time.monotonic() + limit[0]) if limit else None
                     if progress is not None:
-                        progress(float(msg["progress"]), str(msg.get("message", "")))
+                        progress(frac, text)
                     continue
                 return msg
             now = time.monotonic()
+            if stage is not None and now > stage[4]:
+                self.stop()
+                raise DemoError(f"stopped: {stage[3]} did not return within {stage[2]:.0f} s (an endless loop?); "
+                                "the worker was restarted with a clean compile state")
+            if stage is not None and progress is not None and now - told >= 1.0:
+                progress(stage[0], f"{stage[1]} (stopped in {stage[4] - now:.0f} s if it does not return)")
+                told = now
             if now > deadline:
                 self.stop()
                 raise DemoError(f"stopped after {timeout_s:.0f} s without an answer (an endless loop, or a "

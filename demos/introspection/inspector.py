@@ -53,6 +53,8 @@ from demos.engine.protocol import fresh_function
 from demos.introspection.inspector_inputs import (  # noqa: F401  (re-exported: the names callers know)
     BUDGET_S,
     DTYPES,
+    EAGER_LIMIT_S,
+    EAGER_STAGE,
     SOURCE_NAME,
     check_fits,
     input_bytes,
@@ -236,10 +238,12 @@ def run_isolated(worker, source: str, func: str | None = None, shape: str = "102
     check_fits(dims, dtype, 1, cap)
     started = ensure_worker(worker, progress)
     t0 = time.perf_counter()
+    shape_text = "x".join(map(str, dims))
     out = worker.call("demos.introspection.inspector", "inspect_source",
-                       {"source": source, "func": func, "shape": "x".join(map(str, dims)), "dtype": dtype, "jax": jax,
-                        "sweep_dim": sweep_dim, "limit_bytes": cap}, timeout_s=timeout_s, memory_bytes=cap,
-                     progress=progress)
+                      {"source": source, "func": func, "shape": shape_text, "dtype": dtype, "jax": jax,
+                       "sweep_dim": sweep_dim, "limit_bytes": cap}, timeout_s=timeout_s, memory_bytes=cap,
+                      progress=progress,
+                      stage_limits={EAGER_STAGE: (EAGER_LIMIT_S, f"your function, run eagerly at {shape_text},")})
     out["worker"] = {"start_s": started, "run_s": time.perf_counter() - t0, "starts": worker.starts}
     return out
 

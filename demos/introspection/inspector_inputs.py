@@ -27,6 +27,10 @@ from demos.engine.errors import DemoError, one_line
 SOURCE_NAME = "<your code>"
 DTYPES = ("float32", "float64", "bfloat16", "float16")
 BUDGET_S = 0.3
+# The first thing run is your function, eagerly, at your shape: a call that has not returned within
+# EAGER_LIMIT_S is taken for an endless loop and stopped (compiling keeps the whole job's limit).
+EAGER_STAGE = "running it eagerly"
+EAGER_LIMIT_S = 15.0
 
 
 # =======================================================================================

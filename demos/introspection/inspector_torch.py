@@ -32,7 +32,7 @@ from demos.engine.protocol import declared_state, fresh_function
 from demos.engine.timing import first_call, measure_interleaved, sync_torch
 from demos.introspection import codegen, dynamo
 from demos.introspection.hooks import output_code
-from demos.introspection.inspector_inputs import BUDGET_S, user_error
+from demos.introspection.inspector_inputs import BUDGET_S, EAGER_STAGE, user_error
 from demos.introspection.inspector_jax import jax_sweep
 from demos.introspection.trace import BOOKKEEPING_OPS
 
@@ -139,7 +139,7 @@ def inspect_torch(fn: Callable, xs: list, budget_s: float = BUDGET_S, progress=N
     sync = sync_torch(device)
     out: dict[str, Any] = {"device": device}
     # eager, on copies: does it run, what does it return, does it mutate its inputs, how many ops
-    progress(0.05, "running it eagerly")
+    progress(0.05, EAGER_STAGE)
     ins = _clone(xs)
     try:
         eager_ts = [t.detach().clone() for t in _tensors(fn(*ins))]
