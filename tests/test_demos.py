@@ -226,3 +226,17 @@ def dm_choice():
     from demos.deck.demo import Choice
 
     return Choice("n", 3, options=[3, 4])
+
+
+def test_a_recorded_only_figure_shows_the_view_the_cell_asks_for(monkeypatch):
+    """`make pdf RESULTS=…` draws the record in the view the live cell names
+    (``yourfn.inspector(view="kernels")``), not the view the record was measured in."""
+    from demos.engine.env import PROJECT_ROOT
+    from demos.topics import yourfn
+
+    monkeypatch.setenv("DEMOS_STATIC", "1")
+    monkeypatch.setenv("DEMOS_RESULTS", str(PROJECT_ROOT / "assets" / "results"))
+    for view, says in (("kernels", "generated code (Inductor)"), ("breaks", "graphs: 1 · graph breaks: 0")):
+        drawn = yourfn.inspector.render(yourfn.inspector.validate({"view": view}), lambda f, m="": None)
+        assert drawn.data["values"]["view"] == view
+        assert says in [t.get_text() for t in drawn.result.texts], view

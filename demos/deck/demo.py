@@ -54,7 +54,7 @@ from demos.deck.controls import (Choice, Code, Control, Float, Int, Pow2, Pow2Ra
                                  _show, _whole)
 from demos.engine import plots
 from demos.engine.env import WARMED_DIR, package_digest
-from demos.engine.devices import runs_here
+from demos.engine.devices import accelerator_disagrees, runs_here
 from demos.engine.errors import DemoError
 from demos.engine.measurement import Progress, Run
 from demos.engine.protocol import Conditions, forget_all
@@ -351,7 +351,6 @@ class Demo:
         """The slide's claims evaluated on ``data`` (empty when the demo makes none); none passes
         on an accelerator where compiled and eager results disagree."""
         from demos.deck.claims import evaluate
-        from demos.engine.devices import accelerator_disagrees
 
         found = evaluate(self.claims, data)
         return dict.fromkeys(found, False) if found and accelerator_disagrees() else found
@@ -385,6 +384,8 @@ class Demo:
                 raise DemoError(f"the recorded run has no {self.key} measurement"
                                 + (f" for {', '.join(f'{k}={values.get(k)}' for k in self.match)}"
                                    if self.match else ""))
+            view = {c.name: values[c.name] for c in self.control_list() if c.view and c.name in values}
+            ref = {**ref, "values": {**ref.get("values", {}), **view}}  # the cell's view of the record
             return Drawn(self.figure(ref, None), data=ref)
         t0 = time.perf_counter()
         data, cond = self._measured(values, progress)
