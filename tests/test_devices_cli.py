@@ -307,3 +307,57 @@ def test_on_an_accelerator_that_disagrees_every_claim_fails_and_every_figure_say
     assert st["ok"]  # the prerequisites alone: the check runs with a test compile
     monkeypatch.setattr(devices, "torch_device", lambda: "cpu")
     assert devices.accelerator_disagrees() is None and all(fusion.kernels.check_claims(data).values())
+
+
+def test_a_compiler_without_openmp_headers_is_told_what_to_install(monkeypatch):
+    """A clang without OpenMP's headers (Debian's clang before libomp-dev; Apple's clang) fails
+    Inductor's C++ at omp.h: `info --check` names the package, not g++."""
+    import torch
+
+    from demos.engine import devices
+
+    out = ("C++ compile error\n\nCommand:\nclang++ header.hpp -fopenmp …\n\nOutput:\n"
+           "…/torch/csrc/inductor/cpp_prefix.h:4:10: fatal error: 'omp.h' file not found\n1 error generated.\n")
+
+    def failing_compile(fn, *a, **k):
+        def run(*args):
+            raise RuntimeError(out)
+        return run
+
+    monkeypatch.setattr(torch, "compile", failing_compile)
+    st = devices.backend_status(check_compile=True)["torch_compile"]
+    assert not st["ok"] and st["detail"] == "torch.compile's C++ compile failed (fatal error: 'omp.h' file not found)"
+    assert "apt-get install libomp-dev (macOS: brew install libomp)" in st["fix"] and "g++ and Python" not in st["fix"]
+    assert devices.cxx_fix("some other compile error") == devices._CXX_FIX
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not __import__("shutil").which("clang++"), reason="no clang++ here (apt-get install clang libomp-dev)")
+def test_with_clang_and_no_gcc_torch_compile_fuses_the_same(tmp_path):
+    """No g++ on PATH, CXX=clang++ (as on a Mac): Inductor's C++ builds with clang, and the count
+    claim holds. Runs where clang++ and OpenMP's headers are installed; CI installs neither."""
+    import json
+    import os
+    import shutil
+    import subprocess
+    import sys
+
+    bin_dir = tmp_path / "bin"  # every program of clang's folder, but no GNU compiler
+    bin_dir.mkdir()
+    usr = Path(shutil.which("clang++")).parent
+    for f in usr.iterdir():
+        if not f.name.startswith(("g++", "gcc", "c++", "cc", "cpp", "x86_64-linux-gnu-g", "aarch64-linux-gnu-g")):
+            (bin_dir / f.name).symlink_to(f)
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{bin_dir}", "CXX": "clang++",
+           "DEMOS_CACHE_DIR": str(tmp_path / "cache")}
+    code = ("import json, shutil, demos\nfrom demos.engine.devices import backend_status\nfrom demos.topics import fusion\n"
+            "st = backend_status(check_compile=True)['torch_compile']\n"
+            "print('SIM ' + json.dumps({'gpp': shutil.which('g++'), 'st': st, "
+            "'claims': fusion.kernels.check_claims(fusion.kernels.run()) if st['ok'] else None}))\n")
+    r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=600)
+    got = json.loads(next(ln for ln in r.stdout.splitlines() if ln.startswith("SIM "))[4:])
+    assert got["gpp"] is None
+    if not got["st"]["ok"]:  # clang without libomp-dev: the one line and its fix
+        assert "omp.h" in got["st"]["detail"] and "libomp-dev" in got["st"]["fix"]
+        return
+    assert got["claims"] and all(got["claims"].values())

@@ -248,6 +248,15 @@ def cxx_compiler() -> str | None:
 _CXX_FIX = "torch.compile on CPU needs g++ and Python headers: apt-get install g++ python3-dev"
 
 
+def cxx_fix(detail: str = "") -> str:
+    """What to do about a failed C++ compile: OpenMP's headers for a compiler without them (a clang:
+    Inductor's C++ includes omp.h), else g++ and Python's headers."""
+    if "omp.h" in detail:
+        return ("this compiler has no OpenMP headers, which Inductor's C++ includes: apt-get install "
+                "libomp-dev (macOS: brew install libomp), or use g++ (unset CXX)")
+    return _CXX_FIX
+
+
 def cxx_problem() -> str | None:
     """Why torch.compile's C++ step will fail here, in one line, or None when a real compile of
     a file including Python.h succeeds (about 0.2 s; done once per compiler)."""
@@ -386,14 +395,10 @@ def backend_status(check_compile: bool = False) -> dict[str, dict[str, Any]]:
                     if wrong:
                         status["torch_compile"] = {"ok": False, "detail": wrong,
                                                    "fix": "compare on the CPU: DEMOS_DEVICE=cpu"}
-                except Exception as exc:  # pragma: no cover - depends on machine
+                except Exception as exc:  # a compiler that cannot build Inductor's C++ (tested with a fake)
                     from demos.engine.errors import one_line
 
-                    status["torch_compile"] = {
-                        "ok": False,
-                        "detail": one_line(exc),
-                        "fix": _CXX_FIX,
-                    }
+                    status["torch_compile"] = {"ok": False, "detail": one_line(exc), "fix": cxx_fix(one_line(exc))}
     if jax is None:
         fix = "install JAX: pip install 'jax[cpu]==0.10.2' (or jax[cuda12] on an NVIDIA GPU)"
         status["jax_eager"] = {"ok": False, "detail": "JAX is not installed", "fix": fix}
