@@ -361,3 +361,13 @@ def test_with_clang_and_no_gcc_torch_compile_fuses_the_same(tmp_path):
         assert "omp.h" in got["st"]["detail"] and "libomp-dev" in got["st"]["fix"]
         return
     assert got["claims"] and all(got["claims"].values())
+
+
+def test_torch_kept_on_the_cpu_by_the_setting_is_told_as_such(monkeypatch):
+    from demos.engine import devices
+
+    monkeypatch.setattr(devices, "torch_device", lambda: "cpu")
+    monkeypatch.setattr(devices, "jax_backend", lambda: "gpu")
+    monkeypatch.setenv("DEMOS_DEVICE", "cpu")
+    ok, _where, fix = devices.same_device()
+    assert not ok and fix.startswith("DEMOS_DEVICE=cpu keeps torch on the CPU: set JAX_PLATFORMS=cpu too")

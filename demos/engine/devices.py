@@ -142,6 +142,8 @@ def same_device() -> tuple[bool, str, str]:
         return False, where, ("install JAX's CUDA build: `make plan` names it for this driver (jax[cuda13] or "
                               "jax[cuda12]); .venv/bin/pip install it")
     if t == "cpu" and j == "gpu":
+        if raw("DEMOS_DEVICE") == "cpu":
+            return False, where, "DEMOS_DEVICE=cpu keeps torch on the CPU: set JAX_PLATFORMS=cpu too, to compare there"
         return False, where, ("torch sees no GPU: install torch's CUDA build (`make plan`), or, to compare on the "
                               "CPU, JAX_PLATFORMS=cpu")
     if t == "mps" and j == "cpu":
