@@ -53,7 +53,7 @@ def nvml(monkeypatch):
 def test_alone_on_the_gpu_is_said_and_is_not_a_warning(nvml):
     fake = nvml()
     s = gpu_share.read("GPU-1234")
-    assert s.known and not s.busy and s.text() == "the GPU held by no other process" and fake.calls == ["GPU-1234"]
+    assert s.known and not s.busy and s.text() == "the GPU held by no other process" and fake.calls == [b"GPU-1234"]
 
 
 def test_other_processes_and_their_memory_are_named(nvml):

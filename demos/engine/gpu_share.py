@@ -95,7 +95,7 @@ def read(uuid: str | None = None, pid: int | None = None) -> Share:
         return Share(False, why="torch does not name its GPU's UUID")
     pid = os.getpid() if pid is None else pid
     try:
-        handle = nv.nvmlDeviceGetHandleByUUID(uuid)
+        handle = nv.nvmlDeviceGetHandleByUUID(uuid.encode())  # bytes: older pynvml passes it to c_char_p as is
         procs = list(nv.nvmlDeviceGetComputeRunningProcesses(handle))
         if pid not in {p.pid for p in procs}:
             return Share(False, why="NVML does not list this process: a container, or another PID namespace")
