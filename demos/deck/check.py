@@ -1,7 +1,9 @@
 """``make check``: the pre-lecture check, on this machine's device (the GPU when there is one).
 
 Runs every declared demo at its default configuration, headless, and for each one checks the
-claims its slide makes (``Demo.claims``), times measurement + figure, and reads peak memory.
+claims its slide makes (``Demo.claims``), times measurement + figure, and reads peak memory. A
+demo whose claim fails is measured once more from the declared state; it fails only if the claim
+fails again, and its row says it was measured twice.
 Then checks the environment the slideshow needs: widget versions RISE can render, warm compile
 caches, chromium for the PDF export, JAX not preallocating the GPU next to torch, torch and JAX on
 the same device (JAX on the CPU beside torch on the GPU fails, naming the fix). Prints a
@@ -59,24 +61,41 @@ def check_demo(demo, out: Path) -> Row:
     device = torch_device()
     _reset_peak(device)
     t0 = time.perf_counter()
+    first_failed: list[str] = []
     try:
-        demo.forget()  # from the declared state, as a live cell does
-        data = demo.run()
-        result = demo.figure(data, None)
-        fig = result[0] if isinstance(result, tuple) else result
-        (out / f"{demo.key}.png").write_bytes(to_png(fig))
-        seconds = time.perf_counter() - t0
-        claims = demo.check_claims(data)
+        for attempt in (1, 2):
+            demo.forget()  # from the declared state, as a live cell does
+            data = demo.run()
+            if attempt == 1:
+                result = demo.figure(data, None)
+                fig = result[0] if isinstance(result, tuple) else result
+                (out / f"{demo.key}.png").write_bytes(to_png(fig))
+                seconds = time.perf_counter() - t0
+            claims = demo.check_claims(data)
+            failed = [c for c, ok in claims.items() if not ok]
+            if not failed or attempt == 2:
+                break
+            # a timing claim that fails once is measured once more, from the declared state: the
+            # row says so, and it fails only if the second measurement fails too
+            first_failed, busy = failed, _busy_line(data)
     except Exception as exc:
         release_memory()
         return Row(demo.key, device, False, time.perf_counter() - t0, detail=one_line(exc),
                    fix="see the line above; `python -m demos info --check` says which backends work")
     mem = f"{_read_peak(device):.2f} " + ("GiB" if device == "cuda" else "GiB RSS")
-    failed = [c for c, ok in claims.items() if not ok]
     detail = (f"claim fails here: {'; '.join(failed)}" if failed
               else f"{len(claims)} claim{'s hold' if len(claims) != 1 else ' holds'}" if claims else "draws")
+    if first_failed:
+        detail += (f" ({'also ' if failed else ''}measured twice: the first measurement failed "
+                   f"{'; '.join(first_failed)}{busy})")
     fix = "the slide must say what this device shows; report it" if failed else ""
     return Row(demo.key, device, not failed, seconds, mem, detail, fix)
+
+
+def _busy_line(data: dict) -> str:
+    """', while other processes used the cores' when the measurement's conditions say so."""
+    cond = data.get("conditions") or {}
+    return "" if cond.get("reliable", True) else ", while other processes used the cores or GPU"
 
 
 def check_environment() -> list[Row]:
