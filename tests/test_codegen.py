@@ -191,6 +191,8 @@ def test_gpu_inductor_three_matmuls_become_two_library_calls():
     assert code.launches == 3
     assert code.buffers == ["buf0 (512, 4096) bfloat16", "buf2 (512, 2048) bfloat16"]
     assert code.reused == ["buf1 ← buf0"]  # relu writes in place into the first GEMM's output
+    assert code.in_place == ["triton_poi_fused_relu_0(buf1)"]  # its kernel takes in_out_ptr0
+    assert _inductor("inductor_complex_activation_cuda.py").in_place == []  # fused: reads x, y, writes buf0
     # in launch order: GEMM, relu, GEMM
     calls = [s for s in code.wrapper.splitlines() if "extern_kernels." in s or ".run(" in s]
     assert [c.strip().split("(")[0] for c in calls] == ["extern_kernels.mm", "triton_poi_fused_relu_0.run", "extern_kernels.mm"]

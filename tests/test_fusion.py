@@ -341,3 +341,4 @@ def test_gpu_latency_measures_the_kernels_apart_from_the_call():
     for b in ("torch_eager", "torch_compile"):
         f = d["forms"][b]
         assert 0 < f["kernel_s"] <= f["median_s"] * 1.05 and f["kernel_gbps"] >= f["gbps"] * 0.95, (b, f)
+

@@ -10,6 +10,8 @@ among ``fusions``), ``transposes``, ``memory`` (``memory_analysis()``) and ``cos
 (``cost_analysis()``) where the backend provides them.
 
 :func:`parse_hlo` is a pure function of HLO text, usable on HLO captured any other way.
+:func:`donation` compiles and calls a function with ``donate_argnums`` and reports which input
+buffers the output took over (:func:`aliased_parameters` reads them from the HLO header).
 For slides: :func:`excerpt` picks the lines matching some patterns (shortened by
 :func:`shorten`: metadata and default layouts dropped), :func:`hlo_excerpt` shows a whole
 optimized module (fused computations first, metadata stripped by :func:`strip_hlo`) and
@@ -230,6 +232,38 @@ def xla_code(fn: Callable, *args: Any, static_argnums: tuple[int, ...] = ()) -> 
                    entry_ops=parsed["entry_ops"], jaxpr_eqns=eqns, jaxpr_matmuls=jaxpr_mm,
                    stablehlo_ops=shlo_ops, stablehlo_matmuls=shlo_mm,
                    memory=_memory_dict(compiled), cost=_cost_dict(compiled), backend=backend)
+
+
+_ALIAS = re.compile(r"input_output_alias=\{(?P<body>.*?)\}\s*,\s*entry_computation_layout")
+
+
+def aliased_parameters(hlo: str) -> list[int]:
+    """The parameters whose buffers the module's output may take over (HLO's module header
+    ``input_output_alias={ {}: (0, {}, may-alias) }``), in order; [] when there is no alias."""
+    head = hlo.split("\n", 1)[0]
+    m = _ALIAS.search(head)
+    return sorted({int(p) for p in re.findall(r":\s*\((\d+),", m.group("body"))}) if m else []
+
+
+def donation(fn: Callable, make_args: Callable[[], tuple], donate_argnums: tuple[int, ...] = ()) -> dict[str, Any]:
+    """``jax.jit(fn, donate_argnums=…)`` compiled and called once on fresh arguments from
+    ``make_args()``: ``memory_analysis()`` (argument, output, temp and alias bytes), the
+    parameters the output aliases (from the optimized HLO), which arguments were deleted by the
+    call (``is_deleted()``: their buffer was handed over), and JAX's warning when a donated
+    buffer could not be used, or donation is not implemented on the backend (else None)."""
+    import warnings
+
+    jax = require_jax()
+    args = make_args()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        compiled = jax.jit(fn, donate_argnums=donate_argnums).lower(*args).compile()
+        out = compiled(*args)
+        jax.block_until_ready(out)
+    notes = [str(w.message).splitlines()[0] for w in caught if "donat" in str(w.message).lower()]
+    return {"donate_argnums": list(donate_argnums), "memory": _memory_dict(compiled) or {},
+            "aliased": aliased_parameters(compiled.as_text() or ""),
+            "deleted": [bool(a.is_deleted()) for a in args], "warning": notes[0] if notes else None}
 
 
 # ---------------------------------------------------------------------------------------

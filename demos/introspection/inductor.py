@@ -6,8 +6,9 @@ runs it once, and returns an :class:`InductorCode`: the Python wrapper plus kern
 generated, and what they contain: ``kernels`` (launched kernels, in order: ``cpp_fused_*`` on
 CPU, ``triton_*`` on GPU), ``extern_calls`` (``extern_kernels.mm/addmm/bmm/…``),
 ``fallback_calls`` (ATen ops called as they are), ``library_calls`` (both), ``matmuls``,
-``buffers`` (every ``empty_strided*`` allocation) and ``reused`` (buffers Inductor recycled in
-place). With CUDA graphs the launches sit in graph partitions (``def partition_0(args)``): they
+``buffers`` (every ``empty_strided*`` allocation), ``reused`` (buffers Inductor recycled in
+place: ``buf1 = buf0; del buf0  # reuse``) and ``in_place`` (launches of kernels that take an
+``in_out_ptr``: they read a buffer and write their result over it). With CUDA graphs the launches sit in graph partitions (``def partition_0(args)``): they
 are read where ``call`` invokes them (:func:`call_body`).
 
 :func:`parse_inductor` is a pure function of the code's text, usable on code captured any other
@@ -31,6 +32,7 @@ _KERNEL_DEF = re.compile(
     r"^(?P<name>[A-Za-z_]\w*)\s*=\s*async_compile\.(?P<kind>cpp_pybinding|cpp|triton|cuda|halide|mps)\(",
     re.M,
 )
+_IN_OUT = re.compile(r"\bin_out_ptr\d+\b")  # a kernel argument it reads and writes over
 _ALLOC = re.compile(r"^\s*(?P<buf>\w+)\s*=\s*(?P<fn>empty_strided(?:_\w+)?)\((?P<args>.*)\)\s*$", re.M)
 # "buf1 = buf0; del buf0  # reuse" and "buf6 = reinterpret_tensor(buf0, (…), (…), 0); del buf0  # reuse"
 _REUSE = re.compile(
@@ -55,6 +57,7 @@ class InductorCode:
     fallback_calls: list[str] = field(default_factory=list)  # ATen ops called as they are, e.g. ["convolution"]
     buffers: list[str] = field(default_factory=list)  # "buf0 (32, 128) float32"
     reused: list[str] = field(default_factory=list)  # "buf1 ← buf0"
+    in_place: list[str] = field(default_factory=list)  # launches that write a buffer they read: "cpp_fused_relu_0(buf1)"
     graphs: int = 1
     device: str = "cpu"
 
@@ -158,18 +161,28 @@ def parse_inductor(source: str | Iterable[str], device: str = "cpu") -> Inductor
     modules = [source] if isinstance(source, str) else list(source)
     text = _MODULE_SEP.join(modules)
     defs: list[str] = []
+    writes: dict[str, int] = {}  # kernel → how many in_out_ptr arguments it takes (its first ones)
     for module in modules:
-        defs += [m.group("name") for m in _KERNEL_DEF.finditer(module)]
+        found = list(_KERNEL_DEF.finditer(module))
+        defs += [m.group("name") for m in found]
+        for m, nxt in zip(found, found[1:] + [None]):
+            segment = module[m.start():nxt.start() if nxt else len(module)]
+            writes[m.group("name")] = len(set(_IN_OUT.findall(segment)))
     body = call_body(text)
     kernels: list[str] = []
+    in_place: list[str] = []
     names = set(defs)
     for line in body.splitlines():
         s = line.strip()
         if s.startswith("#"):
             continue
-        m = re.match(r"^(?P<name>[A-Za-z_]\w*)(?:\.run)?\(", s)
+        m = re.match(r"^(?P<name>[A-Za-z_]\w*)(?:\.run)?\((?P<args>[^)]*)", s)
         if m and m.group("name") in names:
             kernels.append(m.group("name"))
+            n_out = writes.get(m.group("name"), 0)
+            if n_out:
+                args = [a.strip() for a in m.group("args").split(",")][:n_out]
+                in_place.append(f"{m.group('name')}({', '.join(args)})")
     code_lines = [ln for ln in body.splitlines() if not ln.strip().startswith("#")]
     extern = [m.group("op") for m in _EXTERN.finditer("\n".join(code_lines))]
     fallback = [m.group("op") for ln in code_lines if (m := _FALLBACK.match(ln.strip()))]
@@ -180,7 +193,8 @@ def parse_inductor(source: str | Iterable[str], device: str = "cpu") -> Inductor
         buffers.append(f"{m.group('buf')} {shape.group(1) if shape else '?'} {dt.group(1) if dt else ''}".strip())
     reused = [f"{m.group('new')} ← {m.group('old')}" for m in _REUSE.finditer(body)]
     return InductorCode(source=text, kernels=kernels, kernel_defs=defs, extern_calls=extern,
-                        fallback_calls=fallback, buffers=buffers, reused=reused, graphs=len(modules), device=device)
+                        fallback_calls=fallback, buffers=buffers, reused=reused, in_place=in_place,
+                        graphs=len(modules), device=device)
 
 
 def inductor_code(fn: Callable, *args: Any, mode: str | None = None, dynamic: bool | None = None,

@@ -9,7 +9,8 @@ happening and measured on the viewer's device. Six live demos, each declared onc
    generated code, the jaxpr and XLA's optimized HLO), ``timeline()`` (eager above compiled
    on one time axis, drawn by :mod:`demos.introspection.profiling`), ``latency()`` (median
    latency with spread, speedup and achieved bandwidth over N and dtype, beside the seed's figure);
-2. buffer reuse   — ``memory()`` (peak memory eager vs compiled, and each form's buffers);
+2. buffer reuse   — ``memory()`` (peak memory eager vs compiled, and each form's buffers; what
+   may be overwritten, and donation, is :mod:`demos.topics.reuse`);
 3. relayout       — ``relayout()`` (the transposes XLA inserts for an einsum whose batch
    dimension sits in the middle, and what pre-transposing the operand saves);
 4. dead code      — ``dead_code()`` (3 matmuls written, 2 executed once compiled).
@@ -35,36 +36,13 @@ from demos.introspection import codegen, profiling
 from demos.topics.fusion_code import fused_hlo_lines, jaxpr_buffers, relayout_lines, wrapper_lines
 from demos.topics.fusion_figures import (SEED, figure_dead_code, figure_kernels, figure_latency,  # noqa: F401
                                          figure_memory, figure_relayout, figure_timeline)
-from demos.topics.fusion_forms import add_kernel_times, profiled_compiled, relayout_inputs, time_form
+from demos.topics.fusion_forms import (DTYPES, N_HI, WORKLOAD, add_kernel_times, default_n,  # noqa: F401
+                                       n_dtype_controls, panel_n, profiled_compiled, relayout_inputs, time_form)
 from demos.topics.fusion_reads import buffers, elements_moved, jax_memory, kernel_counts, kernel_named
 
-WORKLOAD = "complex_activation"
 DEAD = "mlp_dead_code"
-COUNT_WORKLOADS = ("complex_activation", "chain", "mlp_block", "mlp_dead_code")
-DTYPES = ("float32", "bfloat16")
 BUDGET_S = 0.03  # per backend per redraw: timing four forms stays well under 0.5 s on 2 CPU cores
-N_HI = {"cpu": 23, "gpu": 26}  # top of the N sliders (log2): the seed's 20M is ~2^24
-
-
-def default_n(kind: str | None = None) -> int:
-    """The workload's default N for the device (2^21 on a CPU, 20M on a GPU)."""
-    return get(WORKLOAD).defaults(kind or device_kind())["N"]
-
-
-def panel_n(kind: str | None = None) -> int:
-    """N the live panels open at: 2^19 on a CPU (timing the four forms stays under 0.5 s on
-    two cores — XLA's CPU sin/cos alone take ~10 ms at 2^20); on a GPU 2^24 (16.8M), the slider's
-    power of two nearest the seed's 20M. The claims are checked at the workload default too."""
-    kind = kind or device_kind()
-    return 2**19 if kind == "cpu" else 2**24
-
-
-def _n_dtype(lo: int) -> Callable[[str], list]:
-    """Controls N (2^lo … the device's top, opening at the panel N) and dtype."""
-    return lambda kind: [Pow2("N", panel_n(kind), lo=lo, hi=N_HI[kind]),
-                         Choice("dtype", "float32", options=DTYPES)]
-
-
+COUNT_WORKLOADS = ("complex_activation", "chain", "mlp_block", "mlp_dead_code")
 # ---------------------------------------------------------------------------------------
 # 1a. Kernel / op counts of the four forms
 # ---------------------------------------------------------------------------------------
@@ -149,7 +127,7 @@ timeline_claims = Claims(
 
 timeline = Demo(
     "timeline", "Two-lane timeline: eager vs compiled",
-    controls=_n_dtype(14), measure=measure_timeline, figure=figure_timeline,
+    controls=n_dtype_controls(14), measure=measure_timeline, figure=figure_timeline,
     configs=Configs(warm=[{"dtype": d} for d in DTYPES]), claims=timeline_claims,
     ask=asks.among("The compiled lane runs one kernel that Inductor generated. What is it named after?",
                    ("the function: complex_activation", "the ops it fused: add, cos, mul, relu, sin",
@@ -210,7 +188,7 @@ latency_claims = Claims(
 
 latency = Demo(
     "latency", "Latency of the four forms",
-    controls=_n_dtype(12), measure=measure_latency, figure=figure_latency,
+    controls=n_dtype_controls(12), measure=measure_latency, figure=figure_latency,
     configs=Configs(warm=_warm_latency, record={"budget_s": 0.5}, quick={"budget_s": 0.05}), claims=latency_claims,
     ask=asks.bands("Eager moves 15N elements per call, fused 3N. How many times faster is torch.compile than "
                    "eager here?", latency_claims["speedup"], (1, 5), read=lambda d: d["speedup_torch"]),
@@ -264,7 +242,7 @@ memory_claims = Claims(
 
 memory = Demo(
     "memory", "Buffer reuse: peak memory",
-    controls=_n_dtype(14), measure=measure_memory, figure=figure_memory,
+    controls=n_dtype_controls(14), measure=measure_memory, figure=figure_memory,
     configs=Configs(warm=[{"dtype": d} for d in DTYPES]), claims=memory_claims,
     ask=asks.bands("One call: eager's peak memory ÷ torch.compile's. How large?", memory_claims["peak"], (1.5, 5)),
 )

@@ -29,6 +29,40 @@ def wrapper_lines(ind: codegen.InductorCode, keep: int = 5, width: int = 62) -> 
     return [codegen._shorten(s, width) for s in wrapper[:keep]]
 
 
+def _drop_views(line: str) -> str:
+    """``reinterpret_tensor(buf0, (…), (…), 0)`` → ``buf0``: a view of a buffer is the buffer."""
+    while (i := line.find("reinterpret_tensor(")) >= 0:
+        j, depth = i + len("reinterpret_tensor("), 1
+        k = j
+        while k < len(line) and depth:
+            depth += {"(": 1, ")": -1}.get(line[k], 0)
+            k += 1
+        line = line[:i] + line[j:k - 1].split(",")[0].strip() + line[k:]
+    return line
+
+
+_EMPTY = re.compile(r"^(?P<buf>\w+) = empty_strided\w*\((?P<shape>\([^)]*\)).*?torch\.(?P<dtype>\w+)\)$")
+
+
+def plan_lines(ind: codegen.InductorCode, keep: int = 9, width: int = 60) -> list[str]:
+    """Inductor's memory plan as its wrapper states it, in order: allocations (``buf0 = new
+    (1024, 1024)``), ``# reuse`` lines (a dead buffer taken over under a new name) and what runs
+    (kernels, extern calls); asserts, frees, comments and argument unpacking left out, views
+    shortened to their buffer."""
+    out = []
+    for s in ind.wrapper.splitlines():
+        s = s.strip()
+        if s.startswith(("assert_size_stride", "args.clear", "del ", "#", "return", "arg", "with ", "stream")):
+            continue
+        s = _drop_views(s)
+        if m := _EMPTY.match(s):
+            s = f"{m.group('buf')} = new {m.group('shape')} {m.group('dtype')}"
+        elif not ("# reuse" in s or "extern_kernels." in s or any(s.startswith(k) for k in ind.kernels)):
+            continue
+        out.append(codegen._shorten(s.replace("extern_kernels.", ""), width))
+    return out[:keep]
+
+
 def fused_hlo_lines(entry: str) -> list[str]:
     """Three lines of XLA's optimized entry computation: its fusions, dots, custom calls and copies."""
     return codegen.excerpt(entry, FUSED_HLO, max_lines=3, width=62)

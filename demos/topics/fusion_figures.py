@@ -20,7 +20,7 @@ def _where(d: dict) -> str:
     return f"recorded: {d.get('machine_short', '?')}" if d.get("recorded") else "this machine"
 
 
-def _text_block(ax, lines: list[str], title: str = "", colors: list[str] | None = None, y0: float = 0.97,
+def text_block(ax, lines: list[str], title: str = "", colors: list[str] | None = None, y0: float = 0.97,
                 step: float = 0.075) -> float:
     ax.axis("off")
     y = y0
@@ -72,10 +72,10 @@ def figure_kernels(data: dict[str, Any], reference: dict | None = None):
     ax.set_ylim(0, max([c or 0 for c in counts] + [1]) * 1.3 + 0.5)
     c = counts  # in BACKENDS order: torch eager, torch.compile, JAX op-by-op, jax.jit
     ax.set_title(f"{data['workload']}: {c[0]} → {c[1]} (torch), {c[2]} → {c[3]} (JAX)", fontsize=15)
-    y = _text_block(txt, data.get("wrapper") or ["(no wrapper lines)"],
+    y = text_block(txt, data.get("wrapper") or ["(no wrapper lines)"],
                     "Inductor's call(): what runs", [plots.color("torch_compile")] * 6)
     if data.get("hlo"):
-        _text_block(txt, data["hlo"], "XLA's optimized HLO (entry)", [plots.color("jax_jit")] * 6, y0=y - 0.04)
+        text_block(txt, data["hlo"], "XLA's optimized HLO (entry)", [plots.color("jax_jit")] * 6, y0=y - 0.04)
     hows = " · ".join(forms[b]["how"].split(" (")[0] for b in BACKENDS if b in forms)
     txt.text(0.0, -0.16, "counted from (left to right):\n" + hows, fontsize=11, color="#555555", va="bottom",
              transform=txt.transAxes)
@@ -183,15 +183,15 @@ def figure_memory(data: dict[str, Any], reference: dict | None = None):
     ax.set_title("peak memory above the inputs", fontsize=15)
     eager = forms["torch_eager"]["buffers"]
     lines = [f"{b['op']:<10} {b['bytes'] / 2**20:6.1f} MiB" for b in eager[:7]]
-    y = _text_block(txt, lines, f"torch eager: {len(eager)} new buffers", [plots.color("torch_eager")] * 8,
+    y = text_block(txt, lines, f"torch eager: {len(eager)} new buffers", [plots.color("torch_eager")] * 8,
                     step=0.068)
     comp = forms["torch_compile"]
     clines = [f"{b}" for b in comp.get("code_buffers", [])][:3] + [f"reuse: {r}" for r in comp.get("reused", [])][:2]
-    y = _text_block(txt, clines, f"torch.compile: {len(comp.get('code_buffers', []))} buffer(s) in its code",
+    y = text_block(txt, clines, f"torch.compile: {len(comp.get('code_buffers', []))} buffer(s) in its code",
                     [plots.color("torch_compile")] * 5, y0=y - 0.03, step=0.068)
     if "jax_jit" in forms:
         j = forms["jax_jit"]
-        _text_block(txt, [f"temp {j['temp_bytes'] / 2**20:.1f} MiB, output {j['output_bytes'] / 2**20:.1f} MiB"],
+        text_block(txt, [f"temp {j['temp_bytes'] / 2**20:.1f} MiB, output {j['output_bytes'] / 2**20:.1f} MiB"],
                     "jax.jit memory_analysis()", [plots.color("jax_jit")], y0=y - 0.03, step=0.068)
     plots.stamp_figure(fig, data, reference)
     return fig
@@ -224,7 +224,7 @@ def figure_relayout(data: dict[str, Any], reference: dict | None = None):
                        ("pre-transposed operand", "pretransposed")):
         lines = forms[key]["excerpt"]
         hl = [plots.PALETTE["torch_eager"] if "transpose" in s else "#222222" for s in lines]
-        y = _text_block(txt, lines, title, hl, y0=y - 0.04, step=0.08)
+        y = text_block(txt, lines, title, hl, y0=y - 0.04, step=0.08)
     verdict = ("XLA moved the heads dimension in front (a relayout)\nbefore the batched dot, and back after it"
                if data["relayout_inserted"] else
                f"no relayout on this device:\nXLA ({data['backend']}) used the layout as written")
@@ -270,3 +270,4 @@ def figure_dead_code(data: dict[str, Any], reference: dict | None = None):
     tx.set_title(title, fontsize=14)
     plots.stamp_figure(fig, data, reference)
     return fig
+

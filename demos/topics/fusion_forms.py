@@ -1,4 +1,5 @@
-"""How part 2's demos run a form of a computation: timed (median and spread, its first call
+"""How part 2's demos size and run a form of a computation: the N the panels open at and their N and
+dtype controls; timed (median and spread, its first call
 timed apart once per demo), a compiled copy whose C++ kernels emit profiler events, and the
 relayout einsum's operands on the device, and on a GPU the kernels' own time from a trace. :mod:`demos.topics.fusion` measures with them; what
 they keep between measurements is the demo's ``run.cache``.
@@ -8,10 +9,34 @@ from __future__ import annotations
 import math
 from typing import Any, Callable
 
-from demos.engine.devices import require_jax
+from demos.deck.demo import Choice, Pow2
+from demos.engine.devices import device_kind, require_jax
 from demos.engine.measurement import Run
-from demos.engine.workloads import prepare
+from demos.engine.workloads import get, prepare
 from demos.introspection import profiling
+
+WORKLOAD = "complex_activation"  # the seed's six ops
+DTYPES = ("float32", "bfloat16")
+N_HI = {"cpu": 23, "gpu": 26}  # top of the N sliders (log2): the seed's 20M is ~2^24
+
+
+def default_n(kind: str | None = None) -> int:
+    """The workload's default N for the device (2^21 on a CPU, 20M on a GPU)."""
+    return get(WORKLOAD).defaults(kind or device_kind())["N"]
+
+
+def panel_n(kind: str | None = None) -> int:
+    """N the live panels open at: 2^19 on a CPU (timing the four forms stays under 0.5 s on
+    two cores — XLA's CPU sin/cos alone take ~10 ms at 2^20); on a GPU 2^24 (16.8M), the slider's
+    power of two nearest the seed's 20M. The claims are checked at the workload default too."""
+    kind = kind or device_kind()
+    return 2**19 if kind == "cpu" else 2**24
+
+
+def n_dtype_controls(lo: int) -> Callable[[str], list]:
+    """Controls N (2^lo … the device's top, opening at the panel N) and dtype."""
+    return lambda kind: [Pow2("N", panel_n(kind), lo=lo, hi=N_HI[kind]),
+                         Choice("dtype", "float32", options=DTYPES)]
 
 
 def time_form(run: Run, prep, budget_s: float) -> dict[str, Any]:
