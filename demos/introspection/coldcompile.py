@@ -12,7 +12,9 @@ into a directory given by the parent:
 - ``measure(spec)``: what runs inside it: per backend, the first call (split where the framework
   exposes the parts), the steady-state call and the eager call, as JSON.
 
-``spec`` is ``{"workload", "backends" (torch_compile / jax_jit), "dtype", "params", "budget_s"}``.
+``spec`` is ``{"workload", "backends" (torch_compile / jax_jit), "dtype", "params", "budget_s"}``,
+or ``{"kind": "first_call", "N", "dtype", "budget_s"}``: the first, second and steady-state
+calls of an op and of a compiled function in a new process (:func:`first_calls`).
 """
 from __future__ import annotations
 
@@ -37,6 +39,8 @@ def measure(spec: dict[str, Any]) -> dict[str, Any]:
     becomes one line for that backend)."""
     from demos.engine.workloads import get
 
+    if spec.get("kind") == "first_call":
+        return first_calls(spec)
     w = get(spec["workload"])
     out: dict[str, Any] = {}
     for backend in spec["backends"]:
@@ -92,6 +96,54 @@ def _jax(w, spec: dict[str, Any]) -> dict[str, Any]:
                                             "XLA compile (or cache load)": t2 - t1,
                                             "first run": t3 - t2},
             "params": eager.params}
+
+
+def _sin_cos(x):
+    """The compiled function of :func:`first_calls`: the two ops it timed, and two more."""
+    import torch
+
+    return torch.relu(torch.sin(x) * torch.cos(x) + x)
+
+
+def first_calls(spec: dict[str, Any]) -> dict[str, Any]:
+    """Runs inside the fresh interpreter (``spec["kind"] == "first_call"``): what each first call
+    costs, each part on its own clock. ``import torch``; the device ready with its input (on a GPU
+    the CUDA context is created here: ``torch.cuda.init()``); ``torch.sin(x)`` first, second and
+    steady state; then ``torch.cos(x)``, a second op whose first call comes after the process's
+    first; then ``torch.compile`` of relu(sin·cos + x): first call (Inductor's share timed by
+    :class:`InductorBackend`), second call and steady state. Sizes ``N``, ``dtype``, ``budget_s``."""
+    t0 = time.perf_counter()
+    torch = require_torch()
+    import_s = time.perf_counter() - t0
+    from demos.engine.devices import torch_device
+    from demos.engine.timing import sync_torch
+
+    device = torch_device()
+    t0 = time.perf_counter()
+    if device == "cuda":
+        torch.cuda.init()
+    context_s = time.perf_counter() - t0
+    sync = sync_torch(device)
+    t0 = time.perf_counter()
+    x = torch.randn(int(spec["N"]), dtype=getattr(torch, spec["dtype"]), device=device)
+    sync(x)
+    input_s = time.perf_counter() - t0
+
+    def calls(fn) -> dict[str, Any]:
+        first, _ = first_call(fn, sync)
+        second, _ = first_call(fn, sync)
+        t = timed(fn, sync, budget_s=spec["budget_s"])
+        return {"first_s": first, "second_s": second, "steady_s": t.median, "steady_p10": t.p10,
+                "steady_p90": t.p90}
+
+    out: dict[str, Any] = {"device": device, "threads": torch.get_num_threads(), "import_s": import_s,
+                           "context_s": context_s, "input_s": input_s,
+                           "sin": calls(lambda: torch.sin(x)), "cos": calls(lambda: torch.cos(x))}
+    inductor = InductorBackend()
+    cf = torch.compile(_sin_cos, backend=inductor)
+    out["compiled"] = calls(lambda: cf(x))
+    out["compiled"]["inductor_s"] = inductor.seconds
+    return out
 
 
 def run(spec: dict[str, Any], cache_dir: str, timeout: float = 420) -> dict[str, Any]:

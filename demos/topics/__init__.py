@@ -6,7 +6,7 @@ from __future__ import annotations
 
 # The lecture's parts, in order, and the topic modules each presents (slides/NN_*.ipynb)
 PARTS: dict[int, tuple[str, ...]] = {
-    1: ("eager",),
+    1: ("eager", "firstcall"),
     2: ("fusion", "reuse"),
     3: ("roofline",),
     4: ("internals",),

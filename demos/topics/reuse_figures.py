@@ -21,8 +21,8 @@ def figure_plan(data: dict[str, Any], reference: dict | None = None):
                     f"{len(mlp['reused'])} reused, {len(mlp['in_place'])} in place", colors, step=0.071)
     ca = data["inductor"]["complex_activation"]
     txt.text(0.0, y - 0.02, f"the seed's six ops: {ca['kernels']} kernel, {len(ca['buffers'])} new buffer "
-             f"(the output), {len(ca['reused'])} reused — fused, a…e never exist\n"
-             f"the seed's list: {' · '.join(data.get('seed', []))}", fontsize=12, va="top", transform=txt.transAxes)
+             f"(the output), {len(ca['reused'])} reused:\nfused, a…e never exist. "
+             f"The seed's list: {' · '.join(data.get('seed', []))}", fontsize=12, va="top", transform=txt.transAxes)
     txt.text(0.0, -0.1, "orange: a dead buffer taken over (# reuse) · blue: a kernel writing over what it read",
              fontsize=10.5, color="#555555", va="top", transform=txt.transAxes)
     rows = data["donation"]
@@ -46,7 +46,7 @@ def figure_plan(data: dict[str, Any], reference: dict | None = None):
         ax.set_ylabel("memory one call allocates (× N)")
         ax.grid(axis="x", visible=False)
         if any(r["warning"] for r in rows):
-            ax.text(0.5, 0.97, "JAX warned: " + next(r["warning"] for r in rows if r["warning"]).split(":")[0],
+            ax.text(0.5, 0.97, "JAX: “" + next(r["warning"] for r in rows if r["warning"]).split(":")[0] + "”",
                     ha="center", va="top", fontsize=10, color="#555555", transform=ax.transAxes)
     ax.set_title("jax.jit(f, donate_argnums=…)", fontsize=15)
     plots.stamp_figure(fig, data, reference)

@@ -1,0 +1,67 @@
+"""Part 1, the first call — what a call costs before it reaches steady state.
+
+The eager timeline and the regimes sweep show steady state: every call after the first few.
+The first calls cost more, and each extra cost has a source that pays once. One live demo,
+``costs()``, measures them in a new Python process (the only state in which a first call is a
+first call; :func:`demos.introspection.coldcompile.first_calls`), each on its own clock:
+
+- ``import torch``: loading the library;
+- the device made ready and the input created (on a GPU, ``torch.cuda.init()``: the CUDA context);
+- ``torch.sin(x)``: first, second and steady-state calls. The first pays the process's one-time
+  setup of running an op as well as sin's own;
+- ``torch.cos(x)``: an op whose first call comes after the process's first, so it pays only its own;
+- ``torch.compile`` of relu(sin·cos + x): the first call captures and compiles (or loads from the
+  compile caches `make warm` filled), then the second and steady-state calls.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from demos.deck import asks
+from demos.deck.claims import Claim, Claims
+from demos.deck.demo import Choice, Configs, Demo, Pow2
+from demos.engine import plots
+from demos.engine.env import CACHE_ROOT
+from demos.engine.measurement import Run
+from demos.introspection import coldcompile
+from demos.topics.firstcall_figures import figure_costs
+
+DTYPES = ("float32", "bfloat16")
+BUDGET_S = 0.1  # steady state of each form, in the new process
+
+
+def measure_costs(run: Run, N: int = 2**12, dtype: str = "float32") -> dict[str, Any]:
+    """First, second and steady-state calls of an op, a second op and a compiled function, in a
+    new process whose compile caches are the deck's (what `make warm` filled)."""
+    run.progress(0.1, "a new Python process: importing torch, then the first calls…")
+    spec = {"kind": "first_call", "N": N, "dtype": dtype, "budget_s": BUDGET_S}
+    d = coldcompile.run(spec, str(CACHE_ROOT), timeout=300)
+    run.progress(1.0, "drawing…")
+    d.update({"N": N, "dtype": dtype,
+              "extra": f"sin, cos and compiled relu(sin·cos + x), N={plots.pow2_label(N)}, {dtype}, "
+                       f"a new process, {d['threads']} threads"})
+    return d
+
+
+def _ratio(form: str, which: str = "first_s"):
+    return lambda d: d[form][which] / d[form]["steady_s"]
+
+
+costs_claims = Claims(
+    Claim("sin's first call in a new process costs over {threshold:g}× its steady-state call",
+          _ratio("sin"), ">", 10, key="first_op"),
+    Claim("cos's first call, after sin's, still costs over {threshold:g}× its steady-state call",
+          _ratio("cos"), ">", {"cpu": 3}, key="second_op"),
+    Claim("torch.compile's first call costs over {threshold:g}× its steady-state call",
+          _ratio("compiled"), ">", 1000, key="compiled"),
+)
+
+
+costs = Demo(
+    "costs", "The first call",
+    controls=[Pow2("N", 2**12, lo=4, hi=24), Choice("dtype", "float32", options=DTYPES)],
+    measure=measure_costs, figure=figure_costs, pacing="warmed", match=("dtype",),
+    configs=Configs(warm=[{}]), claims=costs_claims,
+    ask=asks.bands("torch.sin on 4096 elements in a new Python process: its first call costs how many times "
+                   "its steady-state call?", costs_claims["first_op"], (3, 100)),
+)
