@@ -118,5 +118,5 @@ plan = Demo(
     ask=asks.among("jax.jit(f, donate_argnums=(0, 1)) for f(x, y) = the seed's six ops: x and y are both "
                    "donated. How many of their buffers does XLA take over?",
                    ("none", "one", "both"), lambda d: None if _donated_kept(d) is None else min(_donated_kept(d)[2], 2),
-                   lambda d: f"{_donated_kept(d)[2]} (an output needs one buffer)" if _donated_kept(d) else "not measured"),
+                   lambda d: f"{_donated_kept(d)[2]}: one output needs one buffer" if _donated_kept(d) else "not measured"),
 )
