@@ -13,7 +13,7 @@ into a directory given by the parent:
   exposes the parts), the steady-state call and the eager call, as JSON.
 
 ``spec`` is ``{"workload", "backends" (torch_compile / jax_jit), "dtype", "params", "budget_s"}``,
-or ``{"kind": "first_call", "N", "dtype", "budget_s"}``: the first, second and steady-state
+or ``{"kind": "first_call", "N", "dtype", "budget_s", "threads"}``: the first, second and steady-state
 calls of an op and of a compiled function in a new process (:func:`first_calls`).
 """
 from __future__ import annotations
@@ -119,6 +119,8 @@ def first_calls(spec: dict[str, Any]) -> dict[str, Any]:
     from demos.engine.timing import sync_torch
 
     device = torch_device()
+    if spec.get("threads"):
+        torch.set_num_threads(int(spec["threads"]))  # the parent's policy: a busy core is left alone
     t0 = time.perf_counter()
     if device == "cuda":
         torch.cuda.init()

@@ -23,6 +23,7 @@ from demos.deck.demo import Choice, Configs, Demo, Pow2
 from demos.engine import plots
 from demos.engine.env import CACHE_ROOT
 from demos.engine.measurement import Run
+from demos.engine.protocol import policy_threads
 from demos.introspection import coldcompile
 from demos.topics.firstcall_figures import figure_costs
 
@@ -34,7 +35,8 @@ def measure_costs(run: Run, N: int = 2**12, dtype: str = "float32") -> dict[str,
     """First, second and steady-state calls of an op, a second op and a compiled function, in a
     new process whose compile caches are the deck's (what `make warm` filled)."""
     run.progress(0.1, "a new Python process: importing torch, then the first calls…")
-    spec = {"kind": "first_call", "N": N, "dtype": dtype, "budget_s": BUDGET_S}
+    spec = {"kind": "first_call", "N": N, "dtype": dtype, "budget_s": BUDGET_S,
+            "threads": policy_threads()}  # the threads the declared state chose for this load
     d = coldcompile.run(spec, str(CACHE_ROOT), timeout=300)
     run.progress(1.0, "drawing…")
     d.update({"N": N, "dtype": dtype,
