@@ -1,13 +1,16 @@
 """Part 7 — your own function: what torch.compile and jax.jit do with code a student types.
 
-One live demo, ``yourfn.inspector()``: a code box pre-filled from a preset, shape and dtype
+Two live demos. ``yourfn.inspector()``: a code box pre-filled from a preset, shape and dtype
 controls, a Run button, a one-click fix per preset, and four views of the report
 :func:`demos.introspection.inspector.inspect_source` makes (graphs & breaks, guards & recompiles,
 kernels & code, time & numerics). The inspection runs in a worker process
 (:mod:`demos.engine.worker`) with a time limit and a memory cap, so an endless loop, a loop
 unrolled for minutes, or a shape too large for memory costs one line in the panel, never the
 kernel. When the code box holds a preset's code unchanged, the other version (as written / with
-the fix) is inspected too and the figure shows before → after.
+the fix) is inspected too and the figure shows before → after. ``yourfn.exercise()``: a function and a goal the inspector
+measures (one graph, one kernel, at most two compiles over lengths, the caller's tensor left
+alone, jax.jit traces it); the student edits the code, Check inspects it in the same worker and
+grades it, goal by goal, with the lines still in the way; the solution stays hidden until asked for.
 """
 from __future__ import annotations
 
@@ -21,7 +24,8 @@ from demos.deck.demo import Choice, Code, Demo
 from demos.engine.measurement import Run
 from demos.engine.worker import Worker, shared_worker
 from demos.introspection.inspector import WORKER_PRELOAD, run_isolated
-from demos.topics.yourfn_figures import VIEWS, figure_inspection, figure_view  # noqa: F401
+from demos.topics.yourfn_exercises import EXERCISES, grade
+from demos.topics.yourfn_figures import VIEWS, figure_grade, figure_inspection, figure_view  # noqa: F401
 from demos.topics.yourfn_presets import PRESETS, preset_code
 
 VERSIONS = ("as written", "fixed")
@@ -126,4 +130,62 @@ inspector = Demo(
         # the chain's slide asks about the chain as written; the others, and code typed in the box, show
         when=lambda values: values.get("preset") == "chain"
         and values.get("code", PRESETS["chain"]["code"]) == PRESETS["chain"]["code"]),
+)
+
+
+# =======================================================================================
+# Exercises: the student edits, the inspector grades
+# =======================================================================================
+def measure_exercise(run: Run, exercise: str = "normalise", code: str | None = None,
+                     solution: str = "hidden") -> dict[str, Any]:
+    """Inspect the code box (the exercise's starting code when None) in the worker, at the
+    exercise's shape, and grade it against the exercise's goals."""
+    ex = EXERCISES[exercise]
+    code = ex.start if code is None else code
+    report = run_isolated(worker(), code, shape=ex.shape, jax=ex.jax, sweep_dim=0 if ex.sweep else None,
+                          timeout_s=TIMEOUT_S, progress=run.progress)
+    goals = grade(ex, report)
+    t = report.get("torch") or {}
+    return {"exercise": exercise, "title": ex.title, "code": code.splitlines(), "goals": goals, "edited": code != ex.start,
+            "passed": all(not g["problems"] for g in goals), "hint": ex.hint,
+            "solution_code": ex.solution.split("\n\n", 1)[-1].splitlines(), "device": report["device"],
+            "summary": {"graphs": t.get("graphs"), "breaks": t.get("breaks"), "kernels": t.get("kernels")},
+            "extra": f"{report['inputs']} · graded in a worker process, {_conditions(report)}"}
+
+
+class ExercisePanel(ui.Panel):
+    """Choosing an exercise puts its starting code in the box; Check grades what the box holds."""
+
+    def _build(self) -> None:
+        if self._built:
+            return
+        super()._build()
+        c = self._controls
+        c["exercise"].observe(lambda _ch: setattr(c["code"], "value", EXERCISES[c["exercise"].value].start),
+                              names="value")
+
+
+def _unedited_start(d: dict[str, Any]) -> bool:
+    return d.get("exercise") == "normalise" and not d.get("edited")
+
+
+exercise_claims = Claims(
+    Claim("normalise as given: .item() splits it into {threshold} graphs", lambda d: d["summary"]["graphs"], "==", 2,
+          applies=_unedited_start, key="start_graphs"),
+)
+
+
+exercise = Demo(
+    "exercise", "Exercises the inspector grades",
+    controls=[Choice("exercise", "normalise", options=[(e.title, k) for k, e in EXERCISES.items()], width="300px"),
+              Choice("solution", "hidden", options=("hidden", "shown"), toggle=True, view=True),
+              Code("code", EXERCISES["normalise"].start, label="your code")],
+    measure=measure_exercise, figure=figure_grade, pacing="run", measured_in="worker", panel_class=ExercisePanel,
+    derived=lambda values: {"code": EXERCISES[values["exercise"]].start}, claims=exercise_claims,
+    ask=dataclasses.replace(
+        asks.count("normalise calls .item() on the tensor's largest value, then divides by it. How many graphs "
+                   "does torch.compile capture?", exercise_claims["start_graphs"], (1, 3), noun="graph",
+                   read=lambda d: d["summary"]["graphs"] if _unedited_start(d) else None),
+        when=lambda values: values.get("exercise", "normalise") == "normalise"
+        and values.get("code", EXERCISES["normalise"].start) == EXERCISES["normalise"].start),
 )

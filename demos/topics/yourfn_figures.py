@@ -269,3 +269,46 @@ def figure_inspection(data: dict[str, Any], reference: dict[str, Any] | None = N
 def figure_view(data: dict[str, Any], reference: dict[str, Any] | None = None):
     """The figure in the view the panel's view control chose."""
     return figure_inspection(data, reference, data.get("values", {}).get("view", VIEWS[0]))
+
+
+# Exercises
+def figure_grade(data: dict[str, Any], reference: dict[str, Any] | None = None):
+    """The grade: each goal met (✓) or not (✗, with what is in the way), beside the code it
+    graded; the solution in place of the goals when the solution control says "shown"."""
+    fig, (code_ax, txt) = plots.figure(1, 2, width_ratios=[1.0, 1.15])
+    for ax in (code_ax, txt):
+        ax.axis("off")
+    bad_lines = {int(p.split(":")[0].split()[1]) for g in data["goals"] for p in g["problems"]
+                 if p.startswith("line ") and p.split(":")[0].split()[1].isdigit()}
+    shown = data["code"][4:] if data["code"][:1] == ["import torch"] else data["code"]
+    first = len(data["code"]) - len(shown) + 1
+    code_ax.text(0, 1.0, "graded code", fontsize=13, fontweight="bold", va="top", transform=code_ax.transAxes)
+    for i, line in enumerate(shown[:14]):
+        n = first + i
+        code_ax.text(0, 0.9 - i * 0.068, f"{n:>2} {line[:52]}", va="top", transform=code_ax.transAxes,
+                     color=plots.PALETTE["torch_eager"] if n in bad_lines else "#222222",
+                     family="monospace", fontsize=11)
+    ok = data["passed"]
+    txt.text(0, 1.0, ("✓ all goals met" if ok else "✗ not yet") + f" — {data['title']}", fontsize=15,
+             fontweight="bold", color="#1a7f37" if ok else "#b00020", va="top", transform=txt.transAxes)
+    y = 0.88
+    if (data.get("values") or {}).get("solution") == "shown":
+        txt.text(0, y, "a solution:", fontsize=12.5, fontweight="bold", va="top", transform=txt.transAxes)
+        for i, line in enumerate(data["solution_code"][:10]):
+            txt.text(0, y - 0.08 - i * 0.068, line[:60], family="monospace", fontsize=11, va="top",
+                     color=plots.PALETTE["torch_compile"], transform=txt.transAxes)
+    else:
+        for g in data["goals"]:
+            met = not g["problems"]
+            txt.text(0, y, ("✓ " if met else "✗ ") + g["goal"], fontsize=12.5, va="top", wrap=True,
+                     color="#1a7f37" if met else "#b00020", transform=txt.transAxes)
+            y -= 0.085
+            for p in g["problems"][:3]:
+                txt.text(0.03, y, p[:78], fontsize=10.5, va="top", color="#333333", transform=txt.transAxes)
+                y -= 0.07
+            y -= 0.02
+        if not ok:
+            txt.text(0, max(y - 0.02, 0.05), f"hint: {data['hint']}", fontsize=11.5, style="italic", va="top",
+                     color="#555555", transform=txt.transAxes)
+    plots.stamp_figure(fig, data, reference)
+    return fig
