@@ -36,7 +36,7 @@ def test_a_graph_break_is_graded_with_its_line():
     start = _graded("normalise", EXERCISES["normalise"].start)
     problems = start[0]["problems"]
     assert problems[0] == "2 graphs, 1 break(s)"
-    assert problems[1].startswith("line 6: graph break at `m = x.abs().max().item()`")
+    assert problems[1].startswith("line 3: graph break at `m = x.abs().max().item()`")
 
 
 def test_the_panel_fills_the_code_box_with_the_chosen_exercise_and_hides_the_solution():

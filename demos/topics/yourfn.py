@@ -148,7 +148,7 @@ def measure_exercise(run: Run, exercise: str = "normalise", code: str | None = N
     t = report.get("torch") or {}
     return {"exercise": exercise, "title": ex.title, "code": code.splitlines(), "goals": goals, "edited": code != ex.start,
             "passed": all(not g["problems"] for g in goals), "hint": ex.hint,
-            "solution_code": ex.solution.split("\n\n", 1)[-1].splitlines(), "device": report["device"],
+            "solution_code": ex.solution.splitlines(), "device": report["device"],
             "summary": {"graphs": t.get("graphs"), "breaks": t.get("breaks"), "kernels": t.get("kernels")},
             "extra": f"{report['inputs']} · graded in a worker process, {_conditions(report)}"}
 

@@ -11,11 +11,9 @@ import textwrap
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-_IMPORTS = "import torch\nimport jax\nimport jax.numpy as jnp\n\n"
-
-
-def _code(text: str) -> str:
-    return _IMPORTS + textwrap.dedent(text)
+def _code(text: str, imports: str = "import torch") -> str:
+    """An exercise's code: one import line (the code box shows two lines before it scrolls), then the function."""
+    return imports + "\n" + textwrap.dedent(text)
 
 
 @dataclass(frozen=True)
@@ -181,12 +179,12 @@ EXERCISES: dict[str, Exercise] = {
                 if jnp.max(x) > 1:
                     return x / jnp.max(x)
                 return x
-            """),
+            """, "import jax.numpy as jnp"),
         _code("""\
             def clamp(x):
                 m = jnp.max(x)
                 return jnp.where(m > 1, x / m, x)
-            """),
+            """, "import jax.numpy as jnp"),
         (jax_traces(),), "a traced value has no truth value; jnp.where or jax.lax.cond", jax=True),
 }
 

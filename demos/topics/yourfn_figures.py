@@ -280,8 +280,10 @@ def figure_grade(data: dict[str, Any], reference: dict[str, Any] | None = None):
         ax.axis("off")
     bad_lines = {int(p.split(":")[0].split()[1]) for g in data["goals"] for p in g["problems"]
                  if p.startswith("line ") and p.split(":")[0].split()[1].isdigit()}
-    shown = data["code"][4:] if data["code"][:1] == ["import torch"] else data["code"]
-    first = len(data["code"]) - len(shown) + 1
+    skip = 0  # the import lines at the top are not what is graded
+    while skip < len(data["code"]) and (not data["code"][skip].strip() or data["code"][skip].startswith(("import ", "from "))):
+        skip += 1
+    shown, first = data["code"][skip:], skip + 1
     code_ax.text(0, 1.0, "graded code", fontsize=13, fontweight="bold", va="top", transform=code_ax.transAxes)
     for i, line in enumerate(shown[:14]):
         n = first + i
