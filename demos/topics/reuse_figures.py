@@ -23,7 +23,7 @@ def figure_plan(data: dict[str, Any], reference: dict | None = None):
     txt.text(0.0, y - 0.02, f"the seed's six ops: {ca['kernels']} kernel, {len(ca['buffers'])} new buffer "
              f"(the output), {len(ca['reused'])} reused:\nfused, a…e never exist. "
              f"The seed's list: {' · '.join(data.get('seed', []))}", fontsize=12, va="top", transform=txt.transAxes)
-    txt.text(0.0, -0.1, "orange: a dead buffer taken over (# reuse) · blue: a kernel writing over what it read",
+    txt.text(0.0, -0.1, "orange: storage handed to the next result (# reuse) · blue: a kernel writing over what it read",
              fontsize=10.5, color="#555555", va="top", transform=txt.transAxes)
     rows = data["donation"]
     if not rows:
