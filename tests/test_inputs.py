@@ -400,7 +400,7 @@ def test_an_export_from_a_record_lacking_figures_names_them_and_fails(tmp_path, 
     rc = cli.main(["export", "pdf", "--results", str(path), "--parts", "1", "--out", str(tmp_path / "pdf")])
     out, err = capsys.readouterr()
     line = _one_line(err)
-    assert rc == 2 and "has no measurement for 2 figure(s): 01:eager.sync_trap, 01:eager.regimes" in line, line
+    assert rc == 2 and "has no measurement for 3 figure(s): 01:eager.sync_trap, 01:firstcall.costs, 01:eager.regimes" in line, line
     assert "--placeholders" in line and "01:eager.timeline" not in line
     assert not (tmp_path / "pdf" / "01_eager_mode.pdf").exists()
 

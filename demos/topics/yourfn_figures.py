@@ -275,7 +275,8 @@ def figure_view(data: dict[str, Any], reference: dict[str, Any] | None = None):
 def figure_grade(data: dict[str, Any], reference: dict[str, Any] | None = None):
     """The grade: each goal met (✓) or not (✗, with what is in the way), beside the code it
     graded; the solution in place of the goals when the solution control says "shown"."""
-    fig, (code_ax, txt) = plots.figure(1, 2, width_ratios=[1.0, 1.15])
+    # shorter than the inspector's views: under this panel a full-height figure reached y=726 of the 720-px slide
+    fig, (code_ax, txt) = plots.figure(1, 2, size=(plots.SLIDE_SIZE[0], 3.8), width_ratios=[1.0, 1.15])
     for ax in (code_ax, txt):
         ax.axis("off")
     bad_lines = {int(p.split(":")[0].split()[1]) for g in data["goals"] for p in g["problems"]
