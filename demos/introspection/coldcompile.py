@@ -108,7 +108,7 @@ def _sin_cos(x):
 def first_calls(spec: dict[str, Any]) -> dict[str, Any]:
     """Runs inside the fresh interpreter (``spec["kind"] == "first_call"``): what each first call
     costs, each part on its own clock. ``import torch``; the device ready with its input (on a GPU
-    the CUDA context is created here: ``torch.cuda.init()``); ``torch.sin(x)`` first, second and
+    ``torch.cuda.init()`` and the input's allocation, which create the CUDA context); ``torch.sin(x)`` first, second and
     steady state; then ``torch.cos(x)``, a second op whose first call comes after the process's
     first; then ``torch.compile`` of relu(sin·cos + x): first call (Inductor's share timed by
     :class:`InductorBackend`), second call and steady state. Sizes ``N``, ``dtype``, ``budget_s``."""

@@ -6,7 +6,8 @@ The first calls cost more, and each extra cost has a source that pays once. One 
 first call; :func:`demos.introspection.coldcompile.first_calls`), each on its own clock:
 
 - ``import torch``: loading the library;
-- the device made ready and the input created (on a GPU, ``torch.cuda.init()``: the CUDA context);
+- the device made ready and the input created (on a GPU, ``torch.cuda.init()`` and the input's
+  allocation: the CUDA context is created there);
 - ``torch.sin(x)``: first, second and steady-state calls. The first pays the process's one-time
   setup of running an op as well as sin's own;
 - ``torch.cos(x)``: an op whose first call comes after the process's first, so it pays only its own;

@@ -5,8 +5,8 @@ which buffer: ``a`` or ``b`` → ``c``, ``x`` → ``d``, ``y`` → ``e``. One li
 checks that list against the two compilers:
 
 - **Inductor's memory plan**, read from the code it generated (:mod:`demos.introspection.inductor`):
-  the buffers it allocates, the ``buf1 = buf0; del buf0  # reuse`` lines that hand a dead
-  buffer to the next result, and the kernels that take an ``in_out_ptr`` and write their result
+  the buffers it allocates, the ``buf1 = buf0; del buf0  # reuse`` lines that give the next
+  result the storage of a buffer nothing reads afterwards, and the kernels that take an ``in_out_ptr`` and write their result
   over what they read. The seed's six ops fuse into one kernel, so only the output is allocated;
   the MLP block's matmuls keep its kernels apart, and there the plan reuses. Neither writes
   over the caller's inputs.
