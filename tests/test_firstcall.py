@@ -16,7 +16,7 @@ cpu_only = pytest.mark.skipif(torch_device() != "cpu", reason="CPU form of the c
 @cpu_only
 def test_claim_first_calls_cost_many_steady_calls_in_a_new_process():
     d = firstcall.measure_costs(Run(), N=2**10)
-    assert d["device"] == "cpu" and d["import_s"] > 0.05  # the child imported torch itself
+    assert d["device"] == "cpu" and d["torch_preloaded"] is False  # the child imported torch itself
     for form in ("sin", "cos", "compiled"):
         f = d[form]
         assert f["steady_p10"] <= f["steady_s"] <= f["steady_p90"] and f["first_s"] > f["steady_s"]

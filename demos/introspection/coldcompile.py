@@ -112,6 +112,7 @@ def first_calls(spec: dict[str, Any]) -> dict[str, Any]:
     steady state; then ``torch.cos(x)``, a second op whose first call comes after the process's
     first; then ``torch.compile`` of relu(sin·cos + x): first call (Inductor's share timed by
     :class:`InductorBackend`), second call and steady state. Sizes ``N``, ``dtype``, ``budget_s``."""
+    preloaded = "torch" in sys.modules  # False: the clock below times torch's whole import
     t0 = time.perf_counter()
     torch = require_torch()
     import_s = time.perf_counter() - t0
@@ -139,6 +140,7 @@ def first_calls(spec: dict[str, Any]) -> dict[str, Any]:
                 "steady_p90": t.p90}
 
     out: dict[str, Any] = {"device": device, "threads": torch.get_num_threads(), "import_s": import_s,
+                           "torch_preloaded": preloaded,
                            "context_s": context_s, "input_s": input_s,
                            "sin": calls(lambda: torch.sin(x)), "cos": calls(lambda: torch.cos(x))}
     inductor = InductorBackend()

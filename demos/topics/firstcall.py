@@ -42,7 +42,7 @@ def measure_costs(run: Run, N: int = 2**12, dtype: str = "float32") -> dict[str,
     run.progress(1.0, "drawing…")
     d.update({"N": N, "dtype": dtype,
               "extra": f"sin, cos and compiled relu(sin·cos + x), N={plots.pow2_label(N)}, {dtype}, "
-                       f"a new process, {d['threads']} threads"})
+                       f"a new process, {d['threads']} thread{'s' * (d['threads'] != 1)}"})
     return d
 
 
