@@ -28,19 +28,30 @@ _EXECUTED: dict[str, tuple] = {}
 # module fixtures run once). The files that share one headless execution and one browser walk of
 # each part go to one worker together, so no part is executed twice. (A scheduler of our own:
 # pytest-xdist's `xdist_group` does not reach pytest 9's node ids.)
+# Likewise the ordering test's process measures every demo, and test_demos.py draws, records and
+# checks those measurements instead of measuring the defaults again: one worker, ordering first.
 DECK_FILES = ("test_notebooks.py", "test_export.py", "test_browser.py")
+MEASURE_FILES = ("test_ordering.py", "test_demos.py")
 
 
 def worker_group(nodeid: str) -> str:
-    """The worker a test goes to with: its file, or "deck" for the files that share the parts."""
+    """The worker a test goes to with: its file, "deck" for the files that share the parts, or
+    "measure" for the two that share the ordering process's measurements."""
     path = nodeid.split("::", 1)[0]
-    return "deck" if path.rsplit("/", 1)[-1] in DECK_FILES else path
+    name = path.rsplit("/", 1)[-1]
+    return "deck" if name in DECK_FILES else "measure" if name in MEASURE_FILES else path
+
+
+def _in_group(item) -> int:
+    """Within its group, the ordering test's file first (the measurements the others reuse)."""
+    name = item.nodeid.split("::", 1)[0].rsplit("/", 1)[-1]
+    return MEASURE_FILES.index(name) if name in MEASURE_FILES else 0
 
 
 # The groups that take longest, longest first: a worker takes the next group when it is almost done
 # with its last, so the long ones start at once and the short ones fill in (no long group left to
 # run alone at the end). The rest keep their order.
-LONGEST_FIRST = ("deck", "tests/test_ordering.py", "tests/test_demos.py", "tests/test_model.py",
+LONGEST_FIRST = ("measure", "deck", "tests/test_model.py",
                  "tests/test_inspector.py", "tests/test_recompilation.py", "tests/test_figure_slots.py")
 
 
@@ -59,15 +70,39 @@ def pytest_xdist_make_scheduler(config, log):
 def pytest_collection_modifyitems(config, items):
     from demos.engine.devices import torch_device
 
+    rank = {g: i for i, g in enumerate(LONGEST_FIRST)}
     if os.environ.get("PYTEST_XDIST_WORKER"):  # what a worker collects is the order the groups are handed out
-        rank = {g: i for i, g in enumerate(LONGEST_FIRST)}
-        items.sort(key=lambda item: rank.get(worker_group(item.nodeid), len(rank)))
+        items.sort(key=lambda item: (rank.get(worker_group(item.nodeid), len(rank)), _in_group(item)))
+    else:
+        items.sort(key=_in_group)  # one process: still the ordering test's measurements first
 
     if torch_device() != "cuda":
         skip = pytest.mark.skip(reason="needs an NVIDIA GPU (run `pytest -m gpu` on a GPU machine)")
         for item in items:
             if "gpu" in item.keywords:
                 item.add_marker(skip)
+
+
+_WARMED: list[str] = []
+
+
+def warmed_for_the_deck() -> None:
+    """What `make warm` leaves for the panels that open warmed (``pacing`` "warmed" or "cold"):
+    each one's result at its defaults, measured once here from the declared state, in this
+    session's DEMOS_WARMED_DIR. The parts are executed and walked as a lecturer runs them after
+    `make warm`: those panels open on it (the headless execution and the walk would otherwise
+    measure each of them again); every other panel measures in the kernel."""
+    if _WARMED:
+        return
+    from demos import topics
+    from demos.deck.demo import save_warmed
+
+    for demo in topics.load():
+        if demo.opens_warmed:
+            demo.forget()
+            save_warmed(demo, demo.run({}))
+            _WARMED.append(demo.key)
+    topics.load()[0].forget()  # nothing it compiled stays behind in this process
 
 
 def executed_notebook(name: str, timeout: int = 1200):
@@ -78,6 +113,7 @@ def executed_notebook(name: str, timeout: int = 1200):
 
     path = SLIDES_DIR / name
     if name not in _EXECUTED:
+        warmed_for_the_deck()
         nb, secs = execute(path, timeout=timeout)
         _EXECUTED[name] = (nb, secs)
         ARTIFACTS.mkdir(exist_ok=True)
@@ -261,6 +297,7 @@ def walked_deck(notebook: str, server, ctx) -> dict:
             raise AssertionError(f"the walk of {notebook} failed earlier in this session: {got!r}") from got
         return got
     try:
+        warmed_for_the_deck()
         expected = slide_count(nbformat.read(str(ROOT / notebook), as_version=4))
         out = ARTIFACTS / "browser"
         shots = out / Path(notebook).stem

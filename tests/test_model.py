@@ -103,13 +103,10 @@ def _fresh(expr: str):
     return json.loads(run.stdout.strip().splitlines()[-1])
 
 
-def test_claim_eager_issues_many_times_the_ops_compiled_launches():
-    fw = _fresh('model.measure_ops(Run(), step="inference")')
-    # slide: one forward of the 4-layer stack, eager 196 aten ops (49 per block) → one graph, 21 fused
-    # kernels + 16 library calls (mm/bmm): ~9× as many ops as fused kernels, ~5× as all launches;
-    # Inductor matched softmax(QKᵀ)V to one attention kernel. The thresholds: model.ops_claims
-    claims = model.ops.check_claims(fw)
-    assert len(claims) >= 3 and all(claims.values()), (claims, model.ops_totals(fw))
+# At the defaults (one forward: eager 196 aten ops, 49 per block → one graph, 21 fused kernels + 16
+# library calls; the backward's peak and saved tensors), model.ops' and model.backward's claims are
+# checked from the declared state by tests/test_ordering.py, in a fresh process, in both orders.
+def test_claim_eager_issues_many_times_the_ops_compiled_launches_in_a_training_step():
     tr = _fresh('model.measure_ops(Run(), step="training")')
     # forward + backward: many times as many eager ops as fused kernels; a step issues ~660 ops in all
     claims = model.ops.check_claims(tr)
@@ -151,14 +148,6 @@ def test_claim_the_speedup_shrinks_when_big_matmuls_dominate():
         if big < small and model.speed_claims["big_matmuls"].holds(big, "cpu"):
             break
     assert big < small and model.speed_claims["big_matmuls"].holds(big, "cpu"), (small, big)
-
-
-def test_claim_compiled_peak_memory_no_higher_and_aot_splits_the_graph():
-    d = _fresh("model.measure_backward(Run())")
-    # peak "no higher"; one forward, one backward graph, each fused; the compiled forward saves no
-    # more tensors; remat keeps only the block inputs. The thresholds: model.backward_claims
-    claims = model.backward.check_claims(d)
-    assert len(claims) == 6 and all(claims.values()), (claims, d["peak"], d["saved"])
 
 
 def test_claim_regional_compile_beats_whole_stack_compile():

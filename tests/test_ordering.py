@@ -22,6 +22,7 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -52,7 +53,7 @@ from test_ordering import timings
 names = sys.argv[1].split(",")
 again = [n for n in sys.argv[4].split(",") if n]
 ds = sorted(select(topics.load(), names), key=lambda d: names.index(d.key))  # in the order given
-out = []
+out, measured = [], {}
 for p in sys.argv[2].split(",") + (["forget"] if again else []):
     for d in ds:
         if p == "forget" and again and d.key not in again:
@@ -69,7 +70,13 @@ for p in sys.argv[2].split(",") + (["forget"] if again else []):
             claims = d.check_claims(data)
         out.append({"key": d.key, "pass": p, "claims": claims, "retried": retried, "timings": timings(data),
                     "conditions": data.get("conditions")})
+        if p == "forget" or d.key not in again:  # the demo's last measurement here: test_demos draws it
+            measured[d.key] = data
 print("ORDERING " + json.dumps(out, default=str))
+if len(sys.argv) > 5:
+    from demos.engine.results import jsonable
+    with open(sys.argv[5], "w") as f:
+        json.dump(measured, f, default=jsonable)
 '''
 
 
@@ -91,41 +98,58 @@ def timings(data) -> list[float]:
     return found
 
 
-def _run(keys: list[str], passes: str, timeout: int, again: list[str] | None = None) -> list[dict]:
+def _run(keys: list[str], passes: str, timeout: int, again: list[str] | None = None,
+         measured: Path | None = None) -> list[dict]:
     """Measure ``keys`` in one fresh process, in order, in each of ``passes``; then ``again`` (a
-    subset, in the same order) once more after forget()."""
+    subset, in the same order) once more after forget(). ``measured``: a file for each demo's
+    last measurement there (JSON)."""
     env = dict(os.environ)
     r = subprocess.run([sys.executable, "-c", _SCRIPT, ",".join(keys), passes, str(PROJECT_ROOT / "tests"),
-                        ",".join(again or [])],
+                        ",".join(again or [])] + ([str(measured)] if measured else []),
                        cwd=PROJECT_ROOT, env=env, capture_output=True, text=True, timeout=timeout)
     line = [ln for ln in r.stdout.splitlines() if ln.startswith("ORDERING ")]
     assert r.returncode == 0 and line, f"{keys}: exit {r.returncode}\n{r.stderr[-3000:]}"
     return json.loads(line[-1][len("ORDERING "):])
 
 
-@pytest.fixture(scope="module")
-def in_one_process() -> dict[tuple[str, str], dict]:
+def in_one_process() -> dict:
     """Every demo in one fresh process, last slide first (each before every demo that comes before
-    it in the deck), then each again after forget() (each after every other demo)."""
-    order = list(reversed(KEYS))
-    rows = _run(order, "run", timeout=3000, again=[k for k in order if k not in COLD])
-    from conftest import ARTIFACTS
+    it in the deck), then each again after forget() (each after every other demo); once per session.
+    ``rows``: {(key, pass): row}; ``measured``: each demo's last measurement there, which
+    tests/test_demos.py draws, records and checks instead of measuring the defaults again."""
+    if not _DONE:
+        from conftest import ARTIFACTS
 
-    ARTIFACTS.mkdir(exist_ok=True)
-    (ARTIFACTS / "ordering-one-process.json").write_text(json.dumps(rows, indent=1))
-    return {(r["key"], r["pass"]): r for r in rows}
+        ARTIFACTS.mkdir(exist_ok=True)
+        order = list(reversed(KEYS))
+        rows = _run(order, "run", timeout=3000, again=[k for k in order if k not in COLD],
+                    measured=ARTIFACTS / "ordering-measured.json")
+        (ARTIFACTS / "ordering-one-process.json").write_text(json.dumps(rows, indent=1))
+        _DONE.update(rows={(r["key"], r["pass"]): r for r in rows},
+                     measured=json.loads((ARTIFACTS / "ordering-measured.json").read_text()))
+    return _DONE
+
+
+_DONE: dict = {}  # in_one_process(), once per session
+
+
+def measured_here(key: str) -> dict | None:
+    """``key``'s last measurement in the ordering process, when that ran in this session (None
+    otherwise: a test run alone measures for itself)."""
+    return _DONE.get("measured", {}).get(key)
 
 
 @pytest.mark.slow
 @pytest.mark.timing  # speed claims: a failing demo is measured once more (see above)
 @pytest.mark.parametrize("key", KEYS)
-def test_counts_and_claims_are_the_same_in_any_order(key, in_one_process):
-    first = in_one_process[(key, "run")]
+def test_counts_and_claims_are_the_same_in_any_order(key):
+    rows = in_one_process()["rows"]
+    first = rows[(key, "run")]
     if key in COLD:  # measured from scratch by declaration: the first pass is its whole test
         failed = [c for c, ok in first["claims"].items() if not ok]
         assert not failed, f"{key} (before every demo that comes before it): {failed}"
         return
-    after = in_one_process[(key, "forget")]
+    after = rows[(key, "forget")]
     for row, when in ((first, "before every demo that comes before it"), (after, "after every other demo")):
         failed = [c for c, ok in row["claims"].items() if not ok]
         assert not failed, f"{key} ({when}): {failed}"

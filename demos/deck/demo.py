@@ -54,7 +54,7 @@ from demos.deck.controls import (Choice, Code, Control, Float, Int, Pow2, Pow2Ra
                                  _show, _whole)
 from demos.engine import plots
 from demos.engine.env import WARMED_DIR, package_digest
-from demos.engine.devices import accelerator_disagrees, runs_here
+from demos.engine.devices import accelerator_disagrees, runs_here, device_kind as _device_kind
 from demos.engine.errors import DemoError
 from demos.engine.measurement import Progress, Run
 from demos.engine.protocol import Conditions, forget_all
@@ -78,14 +78,12 @@ PACINGS = {
 class Configs:
     """The configurations a demo is measured in besides the panel's, in one place."""
     # what `make warm` measures: value overrides, one measurement each, or a callable ``warm(demo)``
-    # doing something more specific (several sizes, a second dtype)
     warm: Sequence[dict] | Callable[["Demo"], None] = ({},)
     # overrides for `make record`: control values, or other keyword arguments of ``measure`` such
     # as a longer timing budget; ``quick`` is laid over them by `make record --quick` and the tests
     record: dict = field(default_factory=dict)
     quick: dict = field(default_factory=dict)
-    # slims a measurement before it is stored in a record
-    slim: Callable[[dict], dict] | None = None
+    slim: Callable[[dict], dict] | None = None  # slims a measurement before a record stores it
 
 
 @dataclass(frozen=True)
@@ -112,11 +110,6 @@ class _State:
         self.memo: tuple[tuple, dict] | None = None
         self.cache: dict = {}
 
-
-def device_kind() -> str:
-    from demos.engine.devices import device_kind as kind
-
-    return kind()
 
 
 @dataclass(frozen=True, eq=False)
@@ -178,7 +171,7 @@ class Demo:
 
     # -- values ------------------------------------------------------------------------
     def control_list(self, kind: str | None = None) -> list[Control]:
-        ctl = self.controls(kind or device_kind()) if callable(self.controls) else self.controls
+        ctl = self.controls(kind or _device_kind()) if callable(self.controls) else self.controls
         return list(ctl)
 
     def defaults(self, kind: str | None = None) -> dict[str, Any]:
@@ -233,8 +226,8 @@ class Demo:
         """(data, how it was measured); the conditions are None when the last measurement was
         reused (only view-only controls changed)."""
         vals = self.validate(values)
+        key = self._memo_key(vals)
         args = self._measure_args(vals)
-        key = tuple(sorted((k, repr(v)) for k, v in args.items()))
         state = self._state
         cond = None
         if state.memo is not None and state.memo[0] == key:
@@ -254,6 +247,13 @@ class Demo:
             state.memo = (key, dict(data))
         data["values"] = vals
         return data, cond
+
+    def _memo_key(self, vals: dict[str, Any]) -> tuple:
+        return tuple(sorted((k, repr(v)) for k, v in self._measure_args(vals).items()))
+
+    def adopt(self, data: dict, values: dict[str, Any] | None = None) -> None:
+        """``data``, measured at ``values`` in another process here, is the latest measurement."""
+        self._state.memo = (self._memo_key(self.validate(values)), dict(data))
 
     def run(self, values: dict[str, Any] | None = None, progress: Progress | None = None) -> dict:
         """Measure at ``values`` (missing ones take their defaults). A change of view-only
