@@ -28,15 +28,16 @@ _EXECUTED: dict[str, tuple] = {}
 # module fixtures run once). The files that share one headless execution and one browser walk of
 # each part go to one worker together, so no part is executed twice. (A scheduler of our own:
 # pytest-xdist's `xdist_group` does not reach pytest 9's node ids.)
-# Likewise the ordering test's process measures every demo, and test_demos.py draws, records and
-# checks those measurements instead of measuring the defaults again: one worker, ordering first.
+# Likewise the ordering test's process measures every demo, and test_demos.py (and the compile-latency
+# tests) draw, record and check those measurements instead of measuring the defaults again: one
+# worker, the ordering first.
 DECK_FILES = ("test_notebooks.py", "test_export.py", "test_browser.py")
-MEASURE_FILES = ("test_ordering.py", "test_demos.py")
+MEASURE_FILES = ("test_ordering.py", "test_demos.py", "test_recompilation.py")
 
 
 def worker_group(nodeid: str) -> str:
     """The worker a test goes to with: its file, "deck" for the files that share the parts, or
-    "measure" for the two that share the ordering process's measurements."""
+    "measure" for those that share the ordering process's measurements."""
     path = nodeid.split("::", 1)[0]
     name = path.rsplit("/", 1)[-1]
     return "deck" if name in DECK_FILES else "measure" if name in MEASURE_FILES else path
@@ -51,8 +52,7 @@ def _in_group(item) -> int:
 # The groups that take longest, longest first: a worker takes the next group when it is almost done
 # with its last, so the long ones start at once and the short ones fill in (no long group left to
 # run alone at the end). The rest keep their order.
-LONGEST_FIRST = ("measure", "deck", "tests/test_model.py",
-                 "tests/test_inspector.py", "tests/test_recompilation.py", "tests/test_figure_slots.py")
+LONGEST_FIRST = ("measure", "deck", "tests/test_model.py", "tests/test_inspector.py", "tests/test_figure_slots.py")
 
 
 @pytest.hookimpl(optionalhook=True)
