@@ -170,6 +170,26 @@ def test_a_warmed_demo_opens_on_the_warm_result_and_measures_on_run(tmp_path, mo
     assert panel.last_error is None and calls == [3, 3, 3]
 
 
+def test_a_cell_that_starts_on_other_values_opens_on_their_warm_result(tmp_path, monkeypatch):
+    """`make warm` keeps a result for each configuration it measures (part 7's presets), and a
+    live cell that starts there opens on it; that result is then the latest measurement there."""
+    import demos.deck.demo as dm
+
+    calls = []
+    monkeypatch.setattr(dm, "WARMED_DIR", tmp_path)
+    demo = _probe_demo("presets", "presetprobe", calls, pacing="warmed", configs=dm.Configs(warm=[{}, {"n": 4}]))
+    demo.warm_up()
+    assert calls == [3, 4] and len(list(tmp_path.glob("presetprobe.presets-*.json"))) == 2
+    demo.forget()
+    for panel, n in ((demo.panel(n=4), 4), (demo.panel(), 3)):
+        panel._build()
+        panel.update()
+        assert panel.last_data["n"] == n and "measured by `make warm`" in panel.last_data["stamp"]
+    assert calls == [3, 4] and demo.run({"n": 3})["n"] == 3 and calls == [3, 4]
+    panel.button.click()  # Run measures again
+    assert calls == [3, 4, 3]
+
+
 def test_a_warmed_panel_says_what_it_shows_and_a_move_waits_for_run(tmp_path, monkeypatch):
     """A warmed panel opens on `make warm`'s result and says so; moving a measured control does not
     measure until Run (one pacing: ``pacing="warmed"``)."""

@@ -152,6 +152,22 @@ def test_bad_code_is_one_line_and_the_next_run_works(worker, code, says):
     assert inspector.run_isolated(worker, GOOD, shape="64x64", sweep_dim=None)["torch"]["kernels"] == 1
 
 
+def test_a_worker_started_in_the_background_serves_the_next_job_once_started():
+    """A slide that opens on `make warm`'s result starts the worker meanwhile: the next job waits
+    for the start (and its warm-up job) instead of starting a second child."""
+    w = Worker()
+    seen = []
+    try:
+        # a job is module.function(**kwargs, progress=…): builtins.dict echoes its keywords
+        w.start_in_background(then=lambda wk: seen.append(wk.call("builtins", "dict", {"job": "warm-up"})["job"]))
+        assert w.call("builtins", "dict", {"job": "next"})["job"] == "next"
+        assert seen == ["warm-up"] and w.starts == 1 and w.alive
+        w.start_in_background()  # running already: nothing starts
+        assert w.starts == 1
+    finally:
+        w.stop()
+
+
 def test_an_endless_loop_is_stopped_and_the_worker_restarts_clean(worker):
     code = "import torch\ndef f(x):\n    while True:\n        x = x + 1\n    return x\n"
     starts = worker.starts

@@ -358,12 +358,13 @@ def test_figures_draw_a_recorded_run_beside(sweeps, latency):
 def test_verdict_from_this_sessions_measurements(sweeps, latency, monkeypatch):
     html = rc.verdict_text(latency, sweeps)
     assert "compile repaid after" in html and "dynamic=False: 8 compiles" in html
-    monkeypatch.setattr("demos.deck.demo.load_warmed", lambda demo: None)
+    monkeypatch.setattr("demos.deck.demo.load_warmed", lambda demo, values=None: None)
     monkeypatch.setattr(rc.compile_latency._state, "memo", None)  # neither panel measured nor kept
     monkeypatch.setattr(rc.compare_modes._state, "memo", None)
     assert "Run the compile-latency" in rc.verdict_text()
     # the judgment slide reads what the panels show: the kept result a panel opens on …
-    monkeypatch.setattr("demos.deck.demo.load_warmed", lambda demo: latency if demo is rc.compile_latency else None)
+    monkeypatch.setattr("demos.deck.demo.load_warmed",
+                        lambda demo, values=None: latency if demo is rc.compile_latency else None)
     assert "compile repaid after" in rc.verdict_text() and "dynamic=False" not in rc.verdict_text()
     # … and, once measured, the panel's latest measurement
     monkeypatch.setattr(rc.compare_modes._state, "memo", (("k",), sweeps))

@@ -39,6 +39,7 @@ cache) is its state, which :meth:`Demo.forget` drops.
 from __future__ import annotations
 
 import copy
+import hashlib
 import inspect
 import json
 import math
@@ -95,8 +96,7 @@ class Reported:
 
 
 class Drawn(NamedTuple):
-    """What one redraw produced: the figure (or (figure, html)), how the measurement ran (None when
-    nothing was measured) and the seconds it spent measuring and building the figure."""
+    """One redraw: the figure (or (figure, html)), how it measured (None: it did not), seconds spent."""
     result: Any
     conditions: Conditions | None = None
     split: dict | None = None
@@ -171,8 +171,7 @@ class Demo:
 
     # -- values ------------------------------------------------------------------------
     def control_list(self, kind: str | None = None) -> list[Control]:
-        ctl = self.controls(kind or _device_kind()) if callable(self.controls) else self.controls
-        return list(ctl)
+        return list(self.controls(kind or _device_kind()) if callable(self.controls) else self.controls)
 
     def defaults(self, kind: str | None = None) -> dict[str, Any]:
         return {c.name: c.default for c in self.control_list(kind)}
@@ -358,16 +357,14 @@ class Demo:
     # -- warming -------------------------------------------------------------------------
     def warm_up(self) -> None:
         """Compile what the live cell compiles at its default sizes (the persistent caches
-        keep it); a demo that opens warmed also keeps its default result for the panel."""
+        keep it); a demo that opens warmed also keeps each result for a panel opening there."""
         warm = self.configs.warm
         if callable(warm):
             warm(self)
-            overrides: Sequence[dict] = ()
-        else:
-            overrides = warm
+        overrides: Sequence[dict] = () if callable(warm) else warm
         for over in overrides:
             data = self.run(over)
-            if self.opens_warmed and not over:
+            if self.opens_warmed:
                 save_warmed(self, data)
         if self.opens_warmed and {} not in list(overrides):
             save_warmed(self, self.run({}))
@@ -408,7 +405,7 @@ class Demo:
         specs = [_replace_default(c, checked[c.name]) if c.name in overrides or checked[c.name] != c.default else c
                  for c in controls]
         cls = self.panel_class or ui.Panel
-        return cls(self, specs, initial=load_warmed(self) if self.opens_warmed and not overrides else None)
+        return cls(self, specs, initial=load_warmed(self, checked) if self.opens_warmed else None)
 
     def __call__(self, show: bool = True, **overrides: Any):
         """The live cell: ``eager.timeline()`` shows the panel; ``show=False`` returns it. A cell
@@ -435,10 +432,13 @@ def _replace_default(c: Control, value: Any) -> Control:
 # =======================================================================================
 # The result `make warm` measured for a demo that opens warmed
 # =======================================================================================
-def _warmed_path(demo: Demo) -> Path:
+def _warmed_path(demo: Demo, values: dict[str, Any] | None = None) -> Path:
+    """``topic.name-device.json`` at the defaults; at other values, with a hash of them after it."""
     from demos.engine.devices import torch_device
 
-    return WARMED_DIR / f"{demo.key}-{torch_device()}.json"
+    key = demo._memo_key(demo.validate(values or {}))
+    at = "" if key == demo._memo_key(demo.validate({})) else "-" + hashlib.sha1(repr(key).encode()).hexdigest()[:12]
+    return WARMED_DIR / f"{demo.key}-{torch_device()}{at}.json"
 
 
 def _source_hash(demo: Demo) -> str:
@@ -450,7 +450,7 @@ def _source_hash(demo: Demo) -> str:
 
 
 def save_warmed(demo: Demo, data: dict) -> Path | None:
-    path = _warmed_path(demo)
+    path = _warmed_path(demo, data.get("values"))
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(".tmp")
@@ -463,10 +463,10 @@ def save_warmed(demo: Demo, data: dict) -> Path | None:
         return None
 
 
-def load_warmed(demo: Demo) -> dict | None:
-    """The result `make warm` measured for a demo that opens warmed (None when there is none, it is
-    unreadable, or the demo's code changed since)."""
-    path = _warmed_path(demo)
+def load_warmed(demo: Demo, values: dict[str, Any] | None = None) -> dict | None:
+    """The result `make warm` measured at ``values`` (the defaults when None) for a demo that opens
+    warmed (None when there is none, it is unreadable, or the demo's code changed since)."""
+    path = _warmed_path(demo, values)
     try:
         saved = json.loads(path.read_text())
         data = saved["data"]

@@ -241,6 +241,7 @@ class Panel:
                     with drawing_into(self.slot):
                         result = self.demo.figure(self.initial, self.demo.reference(values))
                     self.last_data = self.initial
+                    self.demo.adopt(self.initial, values)  # a view control redraws it, Run measures again
                 except Exception:  # a warm result this code cannot draw: measure instead
                     self.initial = None
             if result is None:
@@ -344,6 +345,9 @@ class Panel:
                     else answer_line(self.ask, here, self._here_label(), record, label))
             display(HTML(f"<p class='jitdeck-answer'>{html.escape(line)}</p>"))
 
+    def opened_warm(self) -> None:
+        """The live panel opened on `make warm`'s result: a subclass gets the next Run ready here."""
+
     def show(self):
         if static_mode():
             self.render_static()
@@ -358,6 +362,7 @@ class Panel:
             then = "press Run to measure it again" if self.run_button else "move a control to measure live"
             self.status.value = ("<span class='jitdeck-ok' style='color:#555'>the result `make warm` measured; "
                                  f"{then}</span>")
+            self.opened_warm()
         if self.ask is None:
             display(self.widget)
         return None

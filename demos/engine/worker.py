@@ -24,6 +24,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Any, Callable
@@ -64,10 +65,13 @@ class Worker:
         self.start_s: float | None = None
         self._err = None
         self._buf = b""
+        self._starting: threading.Thread | None = None
 
     # -- the child ---------------------------------------------------------------------
     @property
     def alive(self) -> bool:
+        """The child runs (once a start in the background has finished)."""
+        self._wait_started()
         return self.proc is not None and self.proc.poll() is None
 
     def start(self, timeout_s: float = 180.0) -> float:
@@ -91,6 +95,31 @@ class Worker:
             raise DemoError(f"the worker process did not start ({msg.get('error', 'no reply')})")
         self.start_s = time.perf_counter() - t0
         return self.start_s
+
+    def start_in_background(self, then: Callable[["Worker"], Any] | None = None) -> None:
+        """Start the child, then ``then(self)`` (a warm-up job), in a thread while the caller goes
+        on (a slide that opens on `make warm`'s result); the next job waits for what is left of it.
+        A failed start is left for the next job, which starts it again and says why."""
+        if (self._starting is not None and self._starting.is_alive()) or self.alive:
+            return
+
+        def go() -> None:
+            try:
+                self.start()
+                if then is not None:
+                    then(self)
+            except Exception:  # noqa: BLE001 - said by the next job's own start
+                self.stop()
+
+        self._starting = threading.Thread(target=go, name="worker-start", daemon=True)
+        self._starting.start()
+
+    def _wait_started(self) -> None:
+        """Wait for a start in the background to finish (not from its own thread)."""
+        t = self._starting
+        if t is not None and t is not threading.current_thread():
+            t.join()
+            self._starting = None
 
     def stop(self) -> None:
         """Kill the child and everything it started (compilers), if it runs."""

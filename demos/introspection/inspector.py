@@ -211,6 +211,13 @@ def ensure_worker(worker, progress=None) -> float | None:
     return time.perf_counter() - t0
 
 
+def start_worker_soon(worker) -> None:
+    """Start ``worker`` and warm its compilers in the background (a panel that opened on `make
+    warm`'s result): the first Run waits only for what is left of it."""
+    worker.start_in_background(then=lambda w: w.call("demos.introspection.inspector", "warm_compiler", {},
+                                                     timeout_s=600))
+
+
 # The worker process the panel and the command line run inspections in (demos.engine.worker):
 # torch and JAX imported once; a time limit and a memory cap per Run.
 WORKER_PRELOAD = ("torch", "jax", "demos.introspection.inspector")

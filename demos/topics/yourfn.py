@@ -20,10 +20,10 @@ from typing import Any
 from demos.deck import ui
 from demos.deck import asks
 from demos.deck.claims import Claim, Claims
-from demos.deck.demo import Choice, Code, Demo
+from demos.deck.demo import Choice, Code, Configs, Demo
 from demos.engine.measurement import Run
 from demos.engine.worker import Worker, shared_worker
-from demos.introspection.inspector import WORKER_PRELOAD, run_isolated
+from demos.introspection.inspector import WORKER_PRELOAD, run_isolated, start_worker_soon
 from demos.topics.yourfn_exercises import EXERCISES, grade
 from demos.topics.yourfn_figures import VIEWS, figure_grade, figure_inspection, figure_view  # noqa: F401
 from demos.topics.yourfn_presets import PRESETS, preset_code
@@ -97,7 +97,11 @@ def _derived(values: dict[str, Any]) -> dict[str, Any]:
 
 class InspectorPanel(ui.Panel):
     """The inspector's panel: choosing a preset (or its fix) fills the code box and the shape;
-    Run inspects what the box holds (a view redraws the last report, as in every Run panel)."""
+    Run inspects what the box holds (a view redraws the last report, as in every Run panel).
+    Opened on `make warm`'s result, it starts the worker meanwhile (the first Run pays no start)."""
+
+    def opened_warm(self) -> None:
+        start_worker_soon(worker())
 
     def _build(self) -> None:
         if self._built:
@@ -121,7 +125,9 @@ inspector = Demo(
               Choice("dtype", "float32", options=DTYPES, width="140px"),
               Choice("view", VIEWS[0], options=VIEWS, toggle=True, view=True),
               Code("code", PRESETS["chain"]["code"], label="your code")],
-    measure=measure_inspection, figure=figure_view, pacing="run", claims=inspector_claims,
+    # `make warm` inspects the presets the slides open on: each slide opens on its result at once
+    measure=measure_inspection, figure=figure_view, pacing="warmed", claims=inspector_claims,
+    configs=Configs(warm=[{}] + [{"preset": p} for p in ("item", "branch", "loop", "mutation")]),
     derived=_derived, measured_in="worker", panel_class=InspectorPanel,
     ask=dataclasses.replace(
         asks.count("The preset chain, six pointwise ops (sin, mul, add, relu, exp, sub): how many kernels does "
@@ -156,6 +162,8 @@ def measure_exercise(run: Run, exercise: str = "normalise", code: str | None = N
 class ExercisePanel(ui.Panel):
     """Choosing an exercise puts its starting code in the box; Check grades what the box holds."""
 
+    opened_warm = InspectorPanel.opened_warm
+
     def _build(self) -> None:
         if self._built:
             return
@@ -180,7 +188,7 @@ exercise = Demo(
     controls=[Choice("exercise", "normalise", options=[(e.title, k) for k, e in EXERCISES.items()], width="300px"),
               Choice("solution", "hidden", options=("hidden", "shown"), toggle=True, view=True),
               Code("code", EXERCISES["normalise"].start, label="your code")],
-    measure=measure_exercise, figure=figure_grade, pacing="run", measured_in="worker", panel_class=ExercisePanel,
+    measure=measure_exercise, figure=figure_grade, pacing="warmed", measured_in="worker", panel_class=ExercisePanel,
     derived=lambda values: {"code": EXERCISES[values["exercise"]].start}, claims=exercise_claims,
     ask=dataclasses.replace(
         asks.count("normalise calls .item() on the tensor's largest value, then divides by it. How many graphs "
