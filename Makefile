@@ -15,7 +15,7 @@ help:
 	@echo "make present   open the deck as a slideshow (JupyterLab + RISE on 127.0.0.1)"
 	@echo "make plan      what make installs on this machine (CUDA, CPU-only or default wheels) and why; installs nothing"
 	@echo "make test      run the tests (installs everything on first use)"
-	@echo "make test-fast unit tests and count claims, no notebooks or browser (a few minutes)"
+	@echo "make test-fast unit tests and count claims: no notebooks, browser or timing claims (under 5 minutes)"
 	@echo "make pdf       export every part to build/pdf/ (RESULTS=assets/results/<file>.json to draw a recorded run)"
 	@echo "make html      offline reveal.js slides in build/html/"
 	@echo "make warm      pre-compile every demo into .cache/ so no live cell stalls on a compile"
@@ -66,7 +66,7 @@ test: $(STAMP)
 	$(PY) -m pytest -n $(TEST_WORKERS) --durations=25 $(PYTEST_ARGS)
 
 test-fast: $(STAMP)
-	$(PY) -m pytest -n $(TEST_WORKERS) -m "not slow and not browser" $(PYTEST_ARGS)
+	$(PY) -m pytest -n $(TEST_WORKERS) -m "not slow and not browser and not timing" $(PYTEST_ARGS)
 
 check: $(STAMP)
 	$(PY) -m demos check

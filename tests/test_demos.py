@@ -184,10 +184,42 @@ def test_a_cell_that_starts_on_other_values_opens_on_their_warm_result(tmp_path,
     for panel, n in ((demo.panel(n=4), 4), (demo.panel(), 3)):
         panel._build()
         panel.update()
-        assert panel.last_data["n"] == n and "measured by `make warm`" in panel.last_data["stamp"]
+        assert panel.last_data["n"] == n and "by `make warm` at " in panel.last_data["stamp"]
     assert calls == [3, 4] and demo.run({"n": 3})["n"] == 3 and calls == [3, 4]
     panel.button.click()  # Run measures again
     assert calls == [3, 4, 3]
+
+
+def test_a_warm_result_is_drawn_in_the_view_the_cell_asks_for(tmp_path, monkeypatch):
+    """``yourfn.inspector(view="kernels")`` opens on the warm result in the kernels view, whatever
+    view it was measured in, and a view move redraws it without measuring."""
+    import demos.deck.demo as dm
+    from demos.deck.demo import Choice
+
+    calls = []
+    monkeypatch.setattr(dm, "WARMED_DIR", tmp_path)
+
+    def measure(run, n: int) -> dict:
+        calls.append(n)
+        return {"n": n}
+
+    measure.__module__ = "tests.viewprobe"
+    def figure(data, reference):
+        from demos.engine import plots
+
+        fig, ax = plots.figure()
+        ax.set_title(data["values"]["view"])
+        return fig
+
+    demo = Demo("views", "views", controls=[Choice("n", 3, options=[3, 4]), Choice("view", "a", options=["a", "b"], view=True)],
+                measure=measure, figure=figure, pacing="warmed")
+    demo.warm_up()
+    panel = demo.panel(view="b")
+    panel._build()
+    panel.update()
+    assert panel.last_error is None and panel.last_data["values"]["view"] == "b" and calls == [3]
+    panel.controls["view"].value = "a"
+    assert panel.renders == 2 and panel.last_data["values"]["view"] == "a" and calls == [3]
 
 
 def test_a_warmed_panel_says_what_it_shows_and_a_move_waits_for_run(tmp_path, monkeypatch):

@@ -168,6 +168,7 @@ def test_a_worker_started_in_the_background_serves_the_next_job_once_started():
         w.stop()
 
 
+@pytest.mark.slow  # waits out a limit by design (15-20 s): make test, not test-fast
 def test_an_endless_loop_is_stopped_and_the_worker_restarts_clean(worker):
     code = "import torch\ndef f(x):\n    while True:\n        x = x + 1\n    return x\n"
     starts = worker.starts
@@ -178,6 +179,7 @@ def test_an_endless_loop_is_stopped_and_the_worker_restarts_clean(worker):
     assert worker.starts == starts + 1 and d["worker"]["start_s"] > 0 and d["torch"]["breaks"] == 0
 
 
+@pytest.mark.slow  # waits out a limit by design (15-20 s): make test, not test-fast
 def test_an_endless_loop_is_stopped_at_the_eager_runs_limit_with_the_seconds_counted(worker):
     """The eager run at the student's shape has its own short limit (15 s), not the job's 180 s:
     a student in a lecture waits seconds, and the panel counts them down."""
@@ -195,6 +197,7 @@ def test_an_endless_loop_is_stopped_at_the_eager_runs_limit_with_the_seconds_cou
     assert len(counted) >= 10 and counted[-1].endswith("(stopped in 1 s if it does not return)"), said[-3:]
 
 
+@pytest.mark.slow  # waits out a limit by design (15-20 s): make test, not test-fast
 def test_memory_beyond_the_cap_is_stopped(worker):
     inspector.ensure_worker(worker)
     base = rss_bytes(worker.proc.pid)

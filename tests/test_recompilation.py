@@ -304,7 +304,7 @@ def test_compile_latency_is_a_cold_panel(latency, tmp_path, monkeypatch):
     monkeypatch.setattr(coldcompile, "cold_then_warm", boom)  # what measure_compile_latency runs
     monkeypatch.setattr("demos.engine.results.reference", lambda path=None: None)
     p = rc.compile_latency(show=False)
-    assert "measured by `make warm`" in p.initial["stamp"]
+    assert "by `make warm` at " in p.initial["stamp"]
     p._build()
     p.update()
     assert p.last_error is None and p.renders == 1  # drawn from the kept result

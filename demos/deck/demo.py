@@ -105,7 +105,6 @@ class Drawn(NamedTuple):
 
 class _State:
     """What changes as a demo runs: its latest measurement and its cache (``run.cache``)."""
-
     def __init__(self) -> None:
         self.memo: tuple[tuple, dict] | None = None
         self.cache: dict = {}
@@ -474,7 +473,8 @@ def load_warmed(demo: Demo, values: dict[str, Any] | None = None) -> dict | None
             return None
     except (OSError, ValueError, KeyError, TypeError):
         return None
-    data["stamp"] = f"{data.get('stamp', '')} · measured by `make warm` on {saved.get('saved', '?')}"
+    when, stamp = str(saved.get("saved", "?")), str(data.get("stamp", ""))  # a stamp dated that day: the time
+    data["stamp"] = f"{stamp} · by `make warm` {'at ' + when[11:] if stamp.endswith(when[:10]) else 'on ' + when}"
     return data
 
 

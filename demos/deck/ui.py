@@ -237,10 +237,12 @@ class Panel:
         try:
             result = None
             if self.initial is not None and self.renders == 0 and not recorded_only():
-                try:
+                try:  # drawn in the cell's view (``view="kernels"``), not the one it was measured in
+                    view = {c.name: values[c.name] for c in self.demo.control_list() if c.view and c.name in values}
+                    initial = {**self.initial, "values": {**self.initial.get("values", {}), **view}}
                     with drawing_into(self.slot):
-                        result = self.demo.figure(self.initial, self.demo.reference(values))
-                    self.last_data = self.initial
+                        result = self.demo.figure(initial, self.demo.reference(values))
+                    self.last_data = initial
                     self.demo.adopt(self.initial, values)  # a view control redraws it, Run measures again
                 except Exception:  # a warm result this code cannot draw: measure instead
                     self.initial = None
