@@ -246,6 +246,11 @@ class Demo:
         data["values"] = vals
         return data, cond
 
+    def in_view(self, data: dict, values: dict[str, Any]) -> dict:
+        """``data`` (recorded, or `make warm`'s) drawn in the view controls of ``values``."""
+        view = {c.name: values[c.name] for c in self.control_list() if c.view and c.name in values}
+        return {**data, "values": {**data.get("values", {}), **view}}
+
     def _memo_key(self, vals: dict[str, Any]) -> tuple:
         return tuple(sorted((k, repr(v)) for k, v in self._measure_args(vals).items()))
 
@@ -358,9 +363,7 @@ class Demo:
         """Compile what the live cell compiles at its default sizes (the persistent caches
         keep it); a demo that opens warmed also keeps each result for a panel opening there."""
         warm = self.configs.warm
-        if callable(warm):
-            warm(self)
-        overrides: Sequence[dict] = () if callable(warm) else warm
+        overrides: Sequence[dict] = (warm(self) or ()) if callable(warm) else warm  # a callable warms by itself
         for over in overrides:
             data = self.run(over)
             if self.opens_warmed:
@@ -380,8 +383,7 @@ class Demo:
                 raise DemoError(f"the recorded run has no {self.key} measurement"
                                 + (f" for {', '.join(f'{k}={values.get(k)}' for k in self.match)}"
                                    if self.match else ""))
-            view = {c.name: values[c.name] for c in self.control_list() if c.view and c.name in values}
-            ref = {**ref, "values": {**ref.get("values", {}), **view}}  # the cell's view of the record
+            ref = self.in_view(ref, values)  # the cell's view of the record
             return Drawn(self.figure(ref, None), data=ref)
         t0 = time.perf_counter()
         data, cond = self._measured(values, progress)
@@ -434,7 +436,6 @@ def _replace_default(c: Control, value: Any) -> Control:
 def _warmed_path(demo: Demo, values: dict[str, Any] | None = None) -> Path:
     """``topic.name-device.json`` at the defaults; at other values, with a hash of them after it."""
     from demos.engine.devices import torch_device
-
     key = demo._memo_key(demo.validate(values or {}))
     at = "" if key == demo._memo_key(demo.validate({})) else "-" + hashlib.sha1(repr(key).encode()).hexdigest()[:12]
     return WARMED_DIR / f"{demo.key}-{torch_device()}{at}.json"
@@ -463,8 +464,7 @@ def save_warmed(demo: Demo, data: dict) -> Path | None:
 
 
 def load_warmed(demo: Demo, values: dict[str, Any] | None = None) -> dict | None:
-    """The result `make warm` measured at ``values`` (the defaults when None) for a demo that opens
-    warmed (None when there is none, it is unreadable, or the demo's code changed since)."""
+    """`make warm`'s result at ``values`` (None: the defaults); None if absent, unreadable or stale."""
     path = _warmed_path(demo, values)
     try:
         saved = json.loads(path.read_text())

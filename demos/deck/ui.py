@@ -238,8 +238,7 @@ class Panel:
             result = None
             if self.initial is not None and self.renders == 0 and not recorded_only():
                 try:  # drawn in the cell's view (``view="kernels"``), not the one it was measured in
-                    view = {c.name: values[c.name] for c in self.demo.control_list() if c.view and c.name in values}
-                    initial = {**self.initial, "values": {**self.initial.get("values", {}), **view}}
+                    initial = self.demo.in_view(self.initial, values)
                     with drawing_into(self.slot):
                         result = self.demo.figure(initial, self.demo.reference(values))
                     self.last_data = initial

@@ -207,15 +207,18 @@ def ensure_worker(worker, progress=None) -> float | None:
         progress(0.0, "starting the worker process (torch, JAX, the compilers)…")
     t0 = time.perf_counter()
     worker.start()
-    worker.call("demos.introspection.inspector", "warm_compiler", {}, timeout_s=600)
+    _warm(worker)
     return time.perf_counter() - t0
 
 
+def _warm(worker) -> None:
+    worker.call("demos.introspection.inspector", "warm_compiler", {}, timeout_s=600)
+
+
 def start_worker_soon(worker) -> None:
-    """Start ``worker`` and warm its compilers in the background (a panel that opened on `make
-    warm`'s result): the first Run waits only for what is left of it."""
-    worker.start_in_background(then=lambda w: w.call("demos.introspection.inspector", "warm_compiler", {},
-                                                     timeout_s=600))
+    """:func:`ensure_worker` in the background (a panel that opened on `make warm`'s result): the
+    first Run waits only for what is left of it."""
+    worker.start_in_background(then=_warm)
 
 
 # The worker process the panel and the command line run inspections in (demos.engine.worker):
