@@ -12,10 +12,20 @@ import pytest
 
 # The tests keep `make warm`-style results in a folder of their own (never the developer's .cache/last,
 # so no test depends on whether `make warm` ran); kernels the tests start inherit it.
-if "DEMOS_WARMED_DIR" not in os.environ:
+# The process that makes the folder (pytest-xdist's controller: its workers inherit it) removes it at
+# the end.
+_OWN_WARMED_DIR = "DEMOS_WARMED_DIR" not in os.environ
+if _OWN_WARMED_DIR:
     import tempfile
 
     os.environ["DEMOS_WARMED_DIR"] = tempfile.mkdtemp(prefix="jitdeck-warmed-")
+
+
+def pytest_unconfigure(config):
+    if _OWN_WARMED_DIR:
+        import shutil
+
+        shutil.rmtree(os.environ["DEMOS_WARMED_DIR"], ignore_errors=True)
 
 import demos  # noqa: F401  (environment before torch/JAX)
 
@@ -49,10 +59,14 @@ def _in_group(item) -> int:
     return MEASURE_FILES.index(name) if name in MEASURE_FILES else 0
 
 
-# The groups that take longest, longest first: a worker takes the next group when it is almost done
-# with its last, so the long ones start at once and the short ones fill in (no long group left to
-# run alone at the end). The rest keep their order.
-LONGEST_FIRST = ("measure", "deck", "tests/test_model.py", "tests/test_inspector.py", "tests/test_figure_slots.py")
+# The order the groups are handed out in: a worker takes the next group when it is almost done with
+# its last. "measure" starts at once on one worker (the longest group, the ordering process first).
+# The deck's tests open on that process's results (warmed_for_the_deck), so the other worker runs
+# the long files first, about as long as the ordering process takes and as much as leaves the two
+# workers ending together; then "deck". The rest keep their order and fill in.
+FIRST = ("measure", "tests/test_inspector.py", "tests/test_model.py", "tests/test_figure_slots.py",
+         "tests/test_devices_cli.py", "tests/test_exercises.py", "tests/test_present.py", "tests/test_trace.py",
+         "deck")
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -70,11 +84,11 @@ def pytest_xdist_make_scheduler(config, log):
 def pytest_collection_modifyitems(config, items):
     from demos.engine.devices import torch_device
 
-    rank = {g: i for i, g in enumerate(LONGEST_FIRST)}
+    rank = {g: i for i, g in enumerate(FIRST)}
     if os.environ.get("PYTEST_XDIST_WORKER"):  # what a worker collects is the order the groups are handed out
         items.sort(key=lambda item: (rank.get(worker_group(item.nodeid), len(rank)), _in_group(item)))
-    else:
-        items.sort(key=_in_group)  # one process: still the ordering test's measurements first
+    else:  # one process: still the ordering test's measurements first, the files that reuse them after
+        items.sort(key=lambda item: (worker_group(item.nodeid) != "measure", _in_group(item)))
 
     if torch_device() != "cuda":
         skip = pytest.mark.skip(reason="needs an NVIDIA GPU (run `pytest -m gpu` on a GPU machine)")
@@ -83,25 +97,54 @@ def pytest_collection_modifyitems(config, items):
                 item.add_marker(skip)
 
 
+def pytest_collection_finish(session):
+    """Whether the ordering test's process runs in this session (on whichever worker)."""
+    _ORDERING[:] = [any(item.nodeid.split("::", 1)[0].endswith("test_ordering.py") for item in session.items)]
+
+
+_ORDERING: list[bool] = []
 _WARMED: list[str] = []
+ORDERING_WAIT_S = 1800  # the ordering process takes about 5 minutes on a busy 2-core box
 
 
 def warmed_for_the_deck() -> None:
     """What `make warm` leaves for the panels that open warmed (``pacing`` "warmed" or "cold"):
-    each one's result at its defaults, measured once here from the declared state, in this
-    session's DEMOS_WARMED_DIR. The parts are executed and walked as a lecturer runs them after
-    `make warm`: those panels open on it (the headless execution and the walk would otherwise
-    measure each of them again); every other panel measures in the kernel."""
+    each one's result at the values the slides open it at, in this session's DEMOS_WARMED_DIR.
+    The parts are executed and walked as a lecturer runs them after `make warm`: those panels open
+    on it (the headless execution and the walk would otherwise measure each of them again); every
+    other panel measures in the kernel.
+
+    When the ordering test's process runs in this session, its last measurement of each demo at
+    the defaults is the one (tests/test_ordering.py saves it; this waits for that process to end);
+    what it did not leave (a value a slide sets, a failed process, a session without it) is
+    measured here, once, from the declared state."""
     if _WARMED:
         return
-    from demos import topics
-    from demos.deck.demo import save_warmed
+    import time
 
-    for demo in topics.load():
-        if demo.opens_warmed:
-            demo.forget()
-            save_warmed(demo, demo.run({}))
-            _WARMED.append(demo.key)
+    import nbformat
+
+    from demos import topics
+    from demos.deck.demo import load_warmed, save_warmed
+    from demos.deck.nbtools import live_cells, parts
+
+    if _ORDERING and _ORDERING[0]:
+        from test_ordering import ORDERING_DONE, in_one_process
+
+        if not os.environ.get("PYTEST_XDIST_WORKER"):
+            in_one_process()  # one process: it runs now (the ordering test reads it later)
+        t0 = time.monotonic()
+        while not ORDERING_DONE.exists() and time.monotonic() - t0 < ORDERING_WAIT_S:
+            time.sleep(2)
+    by_key = {d.key: d for d in topics.load()}
+    wanted = [(by_key[key], values) for nb in parts() for key, values in live_cells(nbformat.read(str(nb), as_version=4))
+              if key in by_key and by_key[key].opens_warmed]
+    for demo, values in wanted:
+        if load_warmed(demo, values) is None:
+            if demo.key not in _WARMED:
+                demo.forget()
+            save_warmed(demo, demo.run(values))
+        _WARMED.append(demo.key)
     topics.load()[0].forget()  # nothing it compiled stays behind in this process
 
 

@@ -8,11 +8,11 @@ import os
 import subprocess
 import sys
 
-from conftest import ROOT, LONGEST_FIRST, worker_group
+from conftest import FIRST, ROOT, worker_group
 
 
 def _as_a_worker_orders(nodeids):
-    rank = {g: i for i, g in enumerate(LONGEST_FIRST)}
+    rank = {g: i for i, g in enumerate(FIRST)}
     return sorted(nodeids, key=lambda n: rank.get(worker_group(n), len(rank)))
 
 

@@ -261,20 +261,18 @@ def test_each_question_has_its_own_page_just_before_its_answer(exported):
 
 def _asks(source: str) -> bool:
     """Does this live cell call a demo that asks first, with the values it starts at?"""
-    import ast
-
     from demos import topics
+    from demos.deck.nbtools import live_call
 
     by_key = {d.key: d for d in topics.load()}
     lines = [ln.strip() for ln in source.splitlines() if ln.strip()]
-    key = lines[-1].split("(", 1)[0] if lines else ""
-    if key == "sample_panel.panel":
+    if lines and lines[-1].startswith("sample_panel.panel("):
         return True
+    key, values = live_call(source) or ("", {})
     demo = by_key.get(key)
     if demo is None or demo.ask is None:
         return False
-    call = ast.parse(lines[-1]).body[0].value
-    return demo.ask.asks({**demo.defaults(), **{k.arg: ast.literal_eval(k.value) for k in call.keywords}})
+    return demo.ask.asks({**demo.defaults(), **values})
 
 
 @pytest.mark.slow

@@ -4,10 +4,14 @@ other demo, and again after ``forget()`` — and that last run really measures (
 forget).
 
 One fresh process measures every demo in reverse deck order, then every demo again after
-``forget()`` (but those that measure cold by declaration: ``COLD`` below). In the first pass no demo that comes before a demo in the deck has run in the process
-that measures it (the last demo of the deck is the process's first measurement), so a demo that
-leaves state behind for a later slide would change a later slide's answer in the second pass, and a
-slide that depends on state an earlier one left would fail in the first. (One process, not one per
+``forget()`` (but those that measure cold by declaration: ``COLD`` below). Its last measurement of
+each demo is what test_demos.py draws, and, for a panel that opens warmed, what the deck's tests
+open on (conftest.warmed_for_the_deck).
+
+In the first pass no demo that comes before a demo in the deck has run in the process that measures
+it (the last demo of the deck is the process's first measurement), so a demo that leaves state
+behind for a later slide would change a later slide's answer in the second pass, and a slide that
+depends on state an earlier one left would fail in the first. (One process, not one per
 part: each start imports torch and JAX again, and a process per part measured nothing the reverse
 order does not.)
 
@@ -28,7 +32,7 @@ import pytest
 
 import demos  # noqa: F401  (environment before torch/JAX)
 from demos import topics
-from demos.engine.env import PROJECT_ROOT
+from demos.engine.env import PROJECT_ROOT, WARMED_DIR
 
 DEMOS = topics.load()
 KEYS = [d.key for d in DEMOS]
@@ -45,7 +49,7 @@ _SCRIPT = r'''
 import json, sys
 import demos
 from demos import topics
-from demos.deck.demo import select
+from demos.deck.demo import save_warmed, select
 from demos.engine import protocol
 sys.path.insert(0, sys.argv[3])
 from test_ordering import timings
@@ -72,6 +76,8 @@ for p in sys.argv[2].split(",") + (["forget"] if again else []):
                     "conditions": data.get("conditions")})
         if p == "forget" or d.key not in again:  # the demo's last measurement here: test_demos draws it
             measured[d.key] = data
+            if d.opens_warmed:  # and the deck's tests open on it, as after `make warm` (conftest.py)
+                save_warmed(d, data)
 print("ORDERING " + json.dumps(out, default=str))
 if len(sys.argv) > 5:
     from demos.engine.results import jsonable
@@ -122,8 +128,12 @@ def in_one_process() -> dict:
 
         ARTIFACTS.mkdir(exist_ok=True)
         order = list(reversed(KEYS))
-        rows = _run(order, "run", timeout=3000, again=[k for k in order if k not in COLD],
-                    measured=ARTIFACTS / "ordering-measured.json")
+        try:
+            rows = _run(order, "run", timeout=3000, again=[k for k in order if k not in COLD],
+                        measured=ARTIFACTS / "ordering-measured.json")
+        finally:  # the deck's tests wait for this (conftest.warmed_for_the_deck), failed or not
+            ORDERING_DONE.parent.mkdir(parents=True, exist_ok=True)
+            ORDERING_DONE.touch()
         (ARTIFACTS / "ordering-one-process.json").write_text(json.dumps(rows, indent=1))
         _DONE.update(rows={(r["key"], r["pass"]): r for r in rows},
                      measured=json.loads((ARTIFACTS / "ordering-measured.json").read_text()))
@@ -131,6 +141,9 @@ def in_one_process() -> dict:
 
 
 _DONE: dict = {}  # in_one_process(), once per session
+# beside the results it leaves for the warmed panels: the session's own folder, so never a file of an
+# earlier session
+ORDERING_DONE = WARMED_DIR / "ordering.done"
 
 
 def measured_here(key: str) -> dict | None:

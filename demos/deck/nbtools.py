@@ -100,16 +100,30 @@ _IMPORT = re.compile(r"^from demos\.topics import (\w+)$")
 _CALL = re.compile(r"^(\w+)\.\w+\(.*\)$")
 
 
+def live_call(source: str) -> tuple[str, dict[str, Any]] | None:
+    """A live cell's call (``from demos.topics import X`` then ``X.name(...)``): ``topic.name`` and
+    the keyword values it starts the panel at (written as literals); None for any other cell."""
+    import ast
+
+    lines = [ln.strip() for ln in source.splitlines() if ln.strip() and not ln.strip().startswith("#")]
+    if len(lines) != 2 or not _IMPORT.match(lines[0]) or not _CALL.match(lines[1]):
+        return None
+    try:
+        call = ast.parse(lines[1]).body[0].value
+        values = {k.arg: ast.literal_eval(k.value) for k in call.keywords}
+    except (SyntaxError, ValueError, AttributeError):
+        values = {}
+    return lines[1].split("(", 1)[0], values
+
+
+def live_cells(nb) -> list[tuple[str, dict[str, Any]]]:
+    """:func:`live_call` of each live cell, in order."""
+    return [call for c in nb["cells"] if c["cell_type"] == "code" and (call := live_call(c["source"]))]
+
+
 def live_calls(nb) -> list[str]:
-    """``topic.name`` of each live cell's call (``from demos.topics import X`` then ``X.name(...)``)."""
-    out = []
-    for c in nb["cells"]:
-        if c["cell_type"] != "code":
-            continue
-        lines = [ln.strip() for ln in c["source"].splitlines() if ln.strip() and not ln.strip().startswith("#")]
-        if len(lines) == 2 and _IMPORT.match(lines[0]) and _CALL.match(lines[1]):
-            out.append(lines[1].split("(", 1)[0])
-    return out
+    """``topic.name`` of each live cell's call."""
+    return [key for key, _ in live_cells(nb)]
 
 
 def problems(nb, name: str = "") -> list[str]:
