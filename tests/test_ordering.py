@@ -46,7 +46,7 @@ COLD = {d.key for d in DEMOS if d.pacing == "cold"}
 # One process: measure the named demos in the order named, in the given passes ("run": as they come, each
 # after the ones before it; "forget": forget() first, then measure). Prints one JSON list.
 _SCRIPT = r'''
-import json, sys
+import json, sys, time
 import demos
 from demos import topics
 from demos.deck.demo import save_warmed, select
@@ -65,6 +65,7 @@ for p in sys.argv[2].split(",") + (["forget"] if again else []):
         if p == "forget":
             d.forget()
             assert protocol.cached_entries() == 0 and d._state.memo is None and not d._state.cache, d.key
+        t0 = time.perf_counter()
         data = d.run()
         claims = d.check_claims(data)
         retried = False
@@ -73,7 +74,7 @@ for p in sys.argv[2].split(",") + (["forget"] if again else []):
             data, retried = d.run(), True
             claims = d.check_claims(data)
         out.append({"key": d.key, "pass": p, "claims": claims, "retried": retried, "timings": timings(data),
-                    "conditions": data.get("conditions")})
+                    "conditions": data.get("conditions"), "seconds": round(time.perf_counter() - t0, 1)})
         if p == "forget" or d.key not in again:  # the demo's last measurement here: test_demos draws it
             measured[d.key] = data
             if d.opens_warmed:  # and the deck's tests open on it, as after `make warm` (conftest.py)
