@@ -116,7 +116,11 @@ def test_claim_eager_issues_many_times_the_ops_compiled_launches_in_a_training_s
 def _op_heavy_training() -> dict:
     """The op-heavy training step measured as the demo measures it: from the declared state."""
     with RUN.declared():
-        return model.measure_speed(RUN, step="training", **model.OP_HEAVY["cpu"], budget_s=0.5)
+        _OP_HEAVY[:] = [model.measure_speed(RUN, step="training", **model.OP_HEAVY["cpu"], budget_s=0.5)]
+    return _OP_HEAVY[0]
+
+
+_OP_HEAVY: list[dict] = []  # the latest op-heavy measurement (the next test compares with it first)
 
 
 @cpu_only
@@ -138,7 +142,7 @@ def test_claim_the_speedup_shrinks_when_big_matmuls_dominate():
     # measured again (up to three times) when a busy spell (another test worker) tipped either ratio:
     # CI saw 1.154 at D=512 beside the browser walk, just over the claim
     for attempt in range(3):
-        small = _op_heavy_training()["speedup"]["torch_compile"]
+        small = (_OP_HEAVY[0] if attempt == 0 and _OP_HEAVY else _op_heavy_training())["speedup"]["torch_compile"]
         b = model.bundle(RUN, model.config(width=512))
         with model.threads():
             b.run("torch_compile", True)
