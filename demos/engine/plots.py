@@ -102,10 +102,11 @@ FOOTER_PT = 10.5  # 14.6 px on the slide, 10.9 pt in the PDF
 FOOTER_WIDTH = 0.86  # of the figure: the wrapped stamp stays clear of reveal's arrows (bottom right, ~110 px)
 
 
-def _footer(fig: Figure, lines: list[str]) -> None:
+def _footer(fig: Figure, lines: list[str]) -> float:
     """Footer lines at the bottom left, wrapped to FOOTER_WIDTH of the figure's width (never
     clipped at its right edge, never under the slideshow's arrows at the slide's bottom right),
-    with the layout told to keep the axes above them."""
+    with the layout told to keep the axes above them. Returns the top of its text (a fraction of
+    the figure's height), for text placed by hand above it."""
     import textwrap
 
     chars = max(40, int(fig.get_figwidth() * 72 * FOOTER_WIDTH / (FOOTER_PT * 0.6)))  # DejaVu Sans: ≤0.6 em a character
@@ -117,6 +118,7 @@ def _footer(fig: Figure, lines: list[str]) -> None:
         fig.get_layout_engine().set(rect=(0, share, 1, 1 - share))
     except Exception:
         pass
+    return 0.004 + len(wrapped) * FOOTER_PT * 1.15 / (fig.get_figheight() * 72)
 
 
 def text_floor(fig: Figure, pt: float = 12.5) -> Figure:
@@ -135,14 +137,15 @@ def stamp(fig: Figure, text: str, *, where: str = "Measured on") -> None:
     _footer(fig, [f"{where}: {text}"])
 
 
-def stamp_figure(fig: Figure, data: dict[str, Any], reference: dict[str, Any] | None = None) -> None:
+def stamp_figure(fig: Figure, data: dict[str, Any], reference: dict[str, Any] | None = None) -> float:
     """The footer of every demo figure: where ``data`` was measured (or recorded), and, when a
-    recorded run (or the seed's reported figures) is drawn beside it, where that came from."""
+    recorded run (or the seed's reported figures) is drawn beside it, where that came from.
+    Returns the top of the footer's text (a fraction of the figure's height)."""
     lines = [f"{'Recorded on' if data.get('recorded') else 'Measured on'}: {data.get('stamp', '')}"]
     if reference is not None:
         where = "Beside it" if reference.get("seed") else "Beside it, recorded on"
         lines.append(f"{where}: {reference.get('stamp', '?')}")
-    _footer(fig, lines)
+    return _footer(fig, lines)
 
 
 def machine_stamp(machine: dict[str, Any], extra: str = "", date: str = "") -> str:

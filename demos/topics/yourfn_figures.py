@@ -22,7 +22,9 @@ def _header(fig, data: dict[str, Any]) -> None:
     fig.text(0.012, 0.985, f"{r['name']}({r['inputs']}) · {what}", fontsize=15, fontweight="bold", va="top")
 
 
-def _before_after(fig, data: dict[str, Any], y: float = 0.215) -> None:
+def _before_after(fig, data: dict[str, Any], footer: float) -> None:
+    """Two lines under the view, above the footer (``footer``: the top of its text): a long stamp,
+    wrapped to three lines, pushes them closer together and up, never under it."""
     ba = data.get("before_after")
     if not ba:
         return
@@ -37,7 +39,8 @@ def _before_after(fig, data: dict[str, Any], y: float = 0.215) -> None:
              f"graphs {pair('graphs')} · breaks {pair('breaks')} · kernels {pair('kernels')} · compiles over "
              f"{b.get('sizes')} sizes {pair('compiles')} · speedup {pair('speedup', lambda v: f'{v:.2f}×')}"
              + (f" · jax.jit {pair('jax')}" if b.get("jax") or a.get("jax") else "")]
-    plots.text_lines(fig, 0.012, y, lines, step=0.055, fontsize=12.5, color="#0b4f8a")
+    step = 0.055 if footer < 0.1 else 0.05  # a three-line footer: the lines closer, clear of the view's labels
+    plots.text_lines(fig, 0.012, max(0.215, footer + 0.05 + step), lines, step=step, fontsize=12.5, color="#0b4f8a")
 
 
 def _code_lines(data: dict[str, Any]) -> list[str]:
@@ -182,7 +185,7 @@ def _jax_recompiles(fig, sw: dict[str, Any]) -> None:
 def _view_kernels(fig, data: dict[str, Any]) -> None:
     r, t = data["report"], data["report"]["torch"]
     j = r.get("jax") or {}
-    ax = fig.add_axes((0.06, 0.3, 0.34, 0.55))
+    ax = fig.add_axes((0.06, 0.37, 0.34, 0.48))  # its two-line labels clear of the before → after lines
     names, vals, cols = [], [], []
     for name, v, c in (("eager\naten ops", t.get("eager_ops"), plots.color("torch_eager")),
                        ("Inductor\nkernels", t.get("kernels"), plots.color("torch_compile")),
@@ -244,7 +247,7 @@ def _view_time(fig, data: dict[str, Any]) -> None:
     num = t.get("numerics") or {}
     y = plots.text_lines(fig, x, y - 0.02, [f"largest |compiled − eager|: {num.get('max_abs', float('nan')):.3g}"],
                          fontsize=13.5)
-    y = plots.text_lines(fig, x, y, textwrap.wrap(num.get("why", ""), 72)[:3], step=0.055, fontsize=12.5, color=GREY)
+    y = plots.text_lines(fig, x, y, textwrap.wrap(num.get("why", ""), 66)[:3], step=0.055, fontsize=12.5, color=GREY)
     if t.get("mutates"):
         plots.text_lines(fig, x, y - 0.01, ["it changes its input in place: eager and compiled each ran on copies"],
                          fontsize=12.5, color=AMBER)
@@ -258,11 +261,9 @@ def figure_inspection(data: dict[str, Any], reference: dict[str, Any] | None = N
     ax.axis("off")
     _header(fig, data)
     VIEW_DRAW[view](fig, data)
-    _before_after(fig, data)
     w = data["report"].get("worker") or {}
-    if w.get("start_s"):
-        data = dict(data, extra=f"{data['extra']} · worker started in {w['start_s']:.0f} s")
-    plots.stamp_figure(fig, data, None)
+    stamped = dict(data, extra=f"{data['extra']} · worker started in {w['start_s']:.0f} s") if w.get("start_s") else data
+    _before_after(fig, data, plots.stamp_figure(fig, stamped, None))
     return fig
 
 
