@@ -35,10 +35,14 @@ def _before_after(fig, data: dict[str, Any], footer: float) -> None:
         return f"{f(b.get(key))} → {f(a.get(key))}"
 
     fix = PRESETS[data["preset"]]["fix_title"]
-    lines = [f"as written → with the fix ({fix}):",
-             f"graphs {pair('graphs')} · breaks {pair('breaks')} · kernels {pair('kernels')} · compiles over "
-             f"{b.get('sizes')} sizes {pair('compiles')} · speedup {pair('speedup', lambda v: f'{v:.2f}×')}"
-             + (f" · jax.jit {pair('jax')}" if b.get("jax") or a.get("jax") else "")]
+    body = (f"graphs {pair('graphs')} · breaks {pair('breaks')} · kernels {pair('kernels')} · compiles over "
+            f"{b.get('sizes')} sizes {pair('compiles')} · speedup {pair('speedup', lambda v: f'{v:.2f}×')}"
+            + (f" · jax.jit {pair('jax')}" if b.get("jax") or a.get("jax") else ""))
+    lines = [f"as written → with the fix ({fix}):", body]
+    width = int(0.97 * fig.get_figwidth() * 72 / (12.5 * 0.6))  # characters a line holds (DejaVu Sans ≤0.6 em)
+    if len(body) > width:  # a JAX error's name runs past the figure's edge: both lines share the text
+        lines = textwrap.wrap(f"{lines[0]} {body}", width)
+        lines = lines[:1] + [" ".join(lines[1:])[:width - 1] + "…" if len(lines) > 2 else lines[1]]
     step = 0.055 if footer < 0.1 else 0.05  # a three-line footer: the lines closer, clear of the view's labels
     plots.text_lines(fig, 0.012, max(0.215, footer + 0.05 + step), lines, step=step, fontsize=12.5, color="#0b4f8a")
 
