@@ -256,7 +256,8 @@ def test_the_panel_fills_presets_runs_and_redraws_views(monkeypatch):
     assert panel.controls["code"].value == PRESETS["branch"]["code"] and panel.renders == 0
     panel.controls["version"].value = "fixed"
     assert panel.controls["code"].value == PRESETS["branch"]["fix"]
-    panel.button.click()  # Run
+    panel.button.click()  # Run: it goes on in the background (the kernel answers Stop meanwhile)
+    panel.join(300)
     assert panel.last_error is None and panel.renders == 1, panel.last_error
     data = yourfn.inspector.shown()
     assert data["before_after"]["before"]["breaks"] == 1 and data["before_after"]["after"]["breaks"] == 0
@@ -269,11 +270,43 @@ def test_the_panel_fills_presets_runs_and_redraws_views(monkeypatch):
     monkeypatch.setattr("demos.deck.ui.static_mode", lambda: False)
     panel.controls["code"].value = "def f(x):\n    return x +* 2\n"
     panel.button.click()
+    panel.join(300)
     assert panel.last_error.startswith("syntax error at line 2") and "syntax error" in panel.status.value
     panel.controls["code"].value = GOOD
     panel.button.click()
+    panel.join(300)
     assert panel.last_error is None and panel.renders == 3
     assert not yourfn.inspector.shown().get("before_after")  # edited code: no before → after
+
+
+def test_stop_ends_a_run_under_way_in_one_line_and_the_next_run_measures(monkeypatch):
+    """Run goes on in a background thread, so the kernel answers the Stop button while an endless
+    loop runs; Stop kills the worker within a second or two (not the eager run's 15 s limit), the
+    panel says so in one line, and the next Run starts a new worker and measures."""
+    import time
+
+    monkeypatch.setattr("demos.deck.ui.static_mode", lambda: False)
+    panel = yourfn.inspector(show=False)
+    panel._build()
+    panel.controls["code"].value = "import torch\ndef f(x):\n    while True:\n        x = x + 1\n    return x\n"
+    panel.button.click()
+    assert panel.running and panel.button.disabled and not panel.stop_button.disabled  # the click returned
+    panel.button.click()  # a second Run while one is under way: ignored
+    deadline = time.monotonic() + 240  # the worker's start (first use), then the eager run
+    while "running it eagerly" not in panel.status.value and panel.running and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert "running it eagerly" in panel.status.value, panel.status.value
+    t0 = time.monotonic()
+    panel.stop_button.click()
+    panel.join(10)
+    assert not panel.running and time.monotonic() - t0 < 5
+    assert re.fullmatch(r"stopped after \d+ s \(Stop\); the next Run starts a fresh worker", panel.last_error)
+    assert "(Stop)" in panel.status.value and panel.renders == 0 and not yourfn.worker().alive
+    assert not panel.button.disabled and panel.stop_button.disabled
+    panel.controls["code"].value = GOOD
+    panel.button.click()
+    panel.join(300)
+    assert panel.last_error is None and panel.renders == 1 and yourfn.worker().alive
 
 
 # ---------------------------------------------------------------------------------------

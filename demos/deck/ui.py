@@ -18,8 +18,10 @@ plots; a question is printed first (the export gives it a page of its own) and t
 """
 from __future__ import annotations
 
+import base64
 import html
 import re
+import threading
 import time
 import traceback
 from typing import Any, Callable
@@ -64,6 +66,12 @@ def _widgets():
 class Panel:
     """Controls + status line + progress bar + figure, redrawn in place."""
 
+    # Run measures in a background thread, so the kernel still answers widgets meanwhile, and a
+    # Stop button ends it (``stop_measuring``): for panels that measure in a worker process, which
+    # a stop can kill. The kernel's own stop button is hidden in the slideshow, and reaches only
+    # the main thread.
+    stoppable = False
+
     def __init__(self, demo, specs, initial: dict | None = None):
         self.demo = demo
         self.title = demo.title
@@ -83,6 +91,7 @@ class Panel:
         self.slot = FigureSlot()  # the figure a redraw draws into: its axes, ticks and layout stay between redraws
         self._built = False
         self._controls: dict[str, Any] = {}
+        self._job: threading.Thread | None = None  # a Run under way in the background (``stoppable``)
 
     def render_fn(self, values: dict[str, Any], progress: Progress):
         """One redraw: a ``demos.deck.demo.Drawn`` (the figure, how it was measured, its split)."""
@@ -116,8 +125,13 @@ class Panel:
         if self.run_button:
             self.button = w.Button(description="Run", button_style="primary", icon="play",
                                    layout=w.Layout(width="110px"))
-            self.button.on_click(lambda _b: self.update(remeasure=True))
+            self.button.on_click(lambda _b: self.run())
             row.append(self.button)
+            if self.stoppable:  # under Run, beside the code box: the panel is no taller for it
+                self.stop_button = w.Button(description="Stop", icon="stop", disabled=True,
+                                            tooltip="stop this Run (the kernel stays)", layout=w.Layout(width="110px"))
+                self.stop_button.on_click(lambda _b: self.stop())
+                row[-1] = w.VBox([self.button, self.stop_button])
             for spec in self.specs:  # a view-only control redraws what was measured, without measuring
                 if spec.view:
                     self._controls[spec.name].observe(lambda _change: self._redraw_view(), names="value")
@@ -213,8 +227,58 @@ class Panel:
             self.progress_bar.layout.display = "none"
 
     def _redraw_view(self) -> None:
-        if self.renders:  # nothing drawn yet: the view applies to the first Run
+        if self.renders and not self.running:  # nothing drawn yet: the view applies to the first Run
             self.update()
+
+    # Run and Stop ----------------------------------------------------------------------
+    def run(self) -> None:
+        """The Run button: measure again. A ``stoppable`` panel measures in a background thread and
+        returns at once (its Stop button is live until the Run ends); a second Run meanwhile is ignored."""
+        if not self.stoppable:
+            self.update(remeasure=True)
+            return
+        if self.running:
+            return
+        self.ready_to_measure()
+        self.button.disabled, self.stop_button.disabled = True, False
+        self._job = threading.Thread(target=self._run_job, name=f"{self.demo.key}-run", daemon=True)
+        self._job.start()
+
+    def _run_job(self) -> None:
+        try:
+            self.update(remeasure=True)
+            if self._only_a_view_moved():  # while it measured: drawn in the view the panel shows now
+                self.update()
+        finally:
+            self.button.disabled, self.stop_button.disabled = False, True
+
+    def _only_a_view_moved(self) -> bool:
+        now, then = self.values(), self.last_values
+        moved = {s.name for s in self.specs if now.get(s.name) != then.get(s.name)}
+        return bool(moved) and self.last_error is None and all(s.view for s in self.specs if s.name in moved)
+
+    @property
+    def running(self) -> bool:
+        """A Run is under way in the background."""
+        return self._job is not None and self._job.is_alive()
+
+    def join(self, timeout_s: float | None = None) -> None:
+        """Wait for the Run under way (a script or a test driving the panel)."""
+        if self._job is not None:
+            self._job.join(timeout_s)
+
+    def stop(self) -> None:
+        """The Stop button: end the Run under way; the panel says so in one line, and the next Run
+        measures."""
+        if self.running:
+            self.status.value = "<span class='jitdeck-busy'>⏳ stopping…</span>"
+            self.stop_measuring()
+
+    def ready_to_measure(self) -> None:
+        """A ``stoppable`` panel's Run starts: a stop pressed before it must not end it."""
+
+    def stop_measuring(self) -> None:
+        """End the measurement under way, from the kernel's main thread (a ``stoppable`` panel)."""
 
     def progress(self, fraction: float, message: str = "") -> None:
         """Report progress of slow work (compiles, sweeps) while it runs."""
@@ -288,8 +352,6 @@ class Panel:
         measures again even where nothing changed."""
         if remeasure:
             self.demo.forget()
-        from IPython.display import clear_output, display
-
         self._build()
         self.progress(0.0, "measuring…")
         self.idle_bar()
@@ -301,14 +363,26 @@ class Panel:
             self.last_png = png
             self.last_html = table
             self.renders += 1
-            with self.out:
-                clear_output(wait=True)
-                display(_png_display(png))
+            self._show_png(png)
             self.table.value = table
         self.idle_bar()
         self.status.value = self.status_line()
         self.status.tooltip = html.unescape(re.sub(r"<[^>]+>", "", self.status.value))  # a line cut short, whole
         self._mark()
+
+    def _show_png(self, png: bytes) -> None:
+        """The figure in the panel's output area. A background Run sets the Output widget's
+        ``outputs`` itself, as ipywidgets advises for threads: ``with out:`` captures by the request
+        the kernel's main thread is answering, which is not this Run's."""
+        if threading.current_thread() is not threading.main_thread():
+            self.out.outputs = ({"output_type": "display_data", "metadata": {},
+                                 "data": {"image/png": base64.b64encode(png).decode("ascii"), "text/plain": "<figure>"}},)
+            return
+        from IPython.display import clear_output, display
+
+        with self.out:
+            clear_output(wait=True)
+            display(_png_display(png))
 
     def status_line(self) -> str:
         """The status after a redraw: the error, or how long it took — and, when other processes

@@ -109,16 +109,23 @@ def _footer(fig: Figure, lines: list[str]) -> float:
     the figure's height), for text placed by hand above it."""
     import textwrap
 
-    chars = max(40, int(fig.get_figwidth() * 72 * FOOTER_WIDTH / (FOOTER_PT * 0.6)))  # DejaVu Sans: ≤0.6 em a character
+    chars = max(40, chars_per_line(fig, FOOTER_PT, FOOTER_WIDTH))
     wrapped = [w for line in lines for w in textwrap.wrap(line, chars, subsequent_indent="    ")]
     fig.text(0.005, 0.004, "\n".join(wrapped), fontsize=FOOTER_PT, color="#555555", ha="left", va="bottom",
              linespacing=1.15)
-    share = (len(wrapped) * FOOTER_PT * 1.15 * 1.2 + 4) / (fig.get_figheight() * 72)
+    text_pt, height_pt = len(wrapped) * FOOTER_PT * 1.15, fig.get_figheight() * 72  # the text's height, in points
+    share = (text_pt * 1.2 + 4) / height_pt  # the text, a fifth more, and a small gap: the layout keeps off it
     try:
         fig.get_layout_engine().set(rect=(0, share, 1, 1 - share))
     except Exception:
         pass
-    return 0.004 + len(wrapped) * FOOTER_PT * 1.15 / (fig.get_figheight() * 72)
+    return 0.004 + text_pt / height_pt
+
+
+def chars_per_line(fig: Figure, fontsize: float, fraction: float = 1.0) -> int:
+    """How many characters of ``fontsize`` points fit in ``fraction`` of the figure's width
+    (DejaVu Sans: at most 0.6 em a character)."""
+    return int(fig.get_figwidth() * 72 * fraction / (fontsize * 0.6))
 
 
 def text_floor(fig: Figure, pt: float = 12.5) -> Figure:

@@ -66,6 +66,7 @@ class Worker:
         self._err = None
         self._buf = b""
         self._starting: threading.Thread | None = None
+        self.cancelled = threading.Event()  # set by cancel() (a panel's Stop button, from another thread)
 
     # -- the child ---------------------------------------------------------------------
     @property
@@ -102,6 +103,7 @@ class Worker:
         A failed start is left for the next job, which starts it again and says why."""
         if (self._starting is not None and self._starting.is_alive()) or self.alive:
             return
+        self.cancelled.clear()  # a Stop pressed before is no reason not to start now
 
         def go() -> None:
             try:
@@ -140,6 +142,12 @@ class Worker:
                     pass
         self.proc = None
 
+    def cancel(self) -> None:
+        """Stop the job under way from another thread (a panel's Stop button): the job kills the
+        child at its next check, within 0.1 s, and says so in one line. The flag stays set until
+        ``cancelled.clear()`` (the panel clears it when its next Run starts)."""
+        self.cancelled.set()
+
     def _last_stderr(self) -> str:
         if self._err is None:
             return ""
@@ -175,7 +183,8 @@ class Worker:
     def _read(self, timeout_s: float, memory_bytes: int | None, progress,
               stage_limits: dict[str, tuple[float, str]] | None = None) -> dict[str, Any]:
         """The next result line, passing progress lines on; kills the child past the limits."""
-        deadline = time.monotonic() + timeout_s
+        t0 = time.monotonic()
+        deadline = t0 + timeout_s
         fd = self.proc.stdout.fileno()
         stage = None  # (fraction, message, seconds, what, its deadline) of a limited stage under way
         told = 0.0
@@ -195,6 +204,9 @@ class Worker:
                     continue
                 return msg
             now = time.monotonic()
+            if self.cancelled.is_set():
+                self.stop()
+                raise DemoError(f"stopped after {now - t0:.0f} s (Stop); the next Run starts a fresh worker")
             if stage is not None and now > stage[4]:
                 self.stop()
                 raise DemoError(f"stopped: {stage[3]} did not return within {stage[2]:.0f} s (an endless loop?); "

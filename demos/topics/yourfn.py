@@ -95,13 +95,26 @@ def _derived(values: dict[str, Any]) -> dict[str, Any]:
     return {"code": preset_code(values["preset"], values["version"]), "shape": PRESETS[values["preset"]]["shape"]}
 
 
-class InspectorPanel(ui.Panel):
-    """The inspector's panel: choosing a preset (or its fix) fills the code box and the shape;
-    Run inspects what the box holds (a view redraws the last report, as in every Run panel).
-    Opened on `make warm`'s result, it starts the worker meanwhile (the first Run pays no start)."""
+class WorkerPanel(ui.Panel):
+    """A panel whose Run inspects in the worker: Run goes on in the background, and Stop kills
+    the worker (an endless loop costs a click, not the eager run's limit). Opened on `make warm`'s
+    result, it starts the worker meanwhile (the first Run pays no start)."""
+
+    stoppable = True
 
     def opened_warm(self) -> None:
         start_worker_soon(worker())
+
+    def ready_to_measure(self) -> None:
+        worker().cancelled.clear()
+
+    def stop_measuring(self) -> None:
+        worker().cancel()
+
+
+class InspectorPanel(WorkerPanel):
+    """The inspector's panel: choosing a preset (or its fix) fills the code box and the shape;
+    Run inspects what the box holds (a view redraws the last report, as in every Run panel)."""
 
     def _build(self) -> None:
         if self._built:
@@ -159,10 +172,8 @@ def measure_exercise(run: Run, exercise: str = "normalise", code: str | None = N
             "extra": f"{report['inputs']} · graded in a worker process, {_conditions(report)}"}
 
 
-class ExercisePanel(ui.Panel):
+class ExercisePanel(WorkerPanel):
     """Choosing an exercise puts its starting code in the box; Check grades what the box holds."""
-
-    opened_warm = InspectorPanel.opened_warm
 
     def _build(self) -> None:
         if self._built:

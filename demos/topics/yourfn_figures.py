@@ -39,7 +39,7 @@ def _before_after(fig, data: dict[str, Any], footer: float) -> None:
             f"{b.get('sizes')} sizes {pair('compiles')} · speedup {pair('speedup', lambda v: f'{v:.2f}×')}"
             + (f" · jax.jit {pair('jax')}" if b.get("jax") or a.get("jax") else ""))
     lines = [f"as written → with the fix ({fix}):", body]
-    width = int(0.97 * fig.get_figwidth() * 72 / (12.5 * 0.6))  # characters a line holds (DejaVu Sans ≤0.6 em)
+    width = plots.chars_per_line(fig, 12.5, 0.97)
     if len(body) > width:  # a JAX error's name runs past the figure's edge: both lines share the text
         lines = textwrap.wrap(f"{lines[0]} {body}", width)
         lines = lines[:1] + [" ".join(lines[1:])[:width - 1] + "…" if len(lines) > 2 else lines[1]]
