@@ -9,7 +9,7 @@ PARTS: dict[int, tuple[str, ...]] = {
     1: ("eager", "firstcall"),
     2: ("fusion", "reuse"),
     3: ("roofline",),
-    4: ("internals",),
+    4: ("internals", "collectives"),
     5: ("recompilation", "numerics"),
     6: ("model",),
     7: ("yourfn",),
