@@ -19,20 +19,29 @@ def _first_dearer(d: dict) -> bool:
 
 @cpu_only
 @pytest.mark.timing  # first vs steady calls: a busy spell of the shared box gets one more measurement
+def _from_the_declared_state() -> dict:
+    """As the slide measures: the thread policy chosen anew from the load now (forget()), so the
+    new process runs on one thread when the other core is busy (the other test worker)."""
+    firstcall.costs.forget()
+    return firstcall.costs.run({"N": 2**10})
+
+
 def test_claim_first_calls_cost_many_steady_calls_in_a_new_process():
-    d = firstcall.measure_costs(Run(), N=2**10)
+    # Measured outside the declared state, the child took every core even beside the other worker:
+    # CI saw a 1024-element op's steady calls all at 8 ms (p10 to p90), and the compiled function's
+    # first call under 1000 steady ones, twice. From the declared state, and once more when a
+    # stall tips it; a first call no dearer than the steady one fails twice.
+    d = _from_the_declared_state()
     if not (_first_dearer(d) and all(firstcall.costs_claims(d).values())):
-        # CI saw one op's steady calls all at 8 ms (p10 to p90, a 1024-element op) beside the other
-        # worker's tests: the process stalled, not the op. Measured once more, in a new process; a
-        # first call no dearer than the steady one fails twice.
-        d = firstcall.measure_costs(Run(), N=2**10)
+        d = _from_the_declared_state()
     assert d["device"] == "cpu" and d["torch_preloaded"] is False  # the child imported torch itself
     for form in ("sin", "cos", "compiled"):
         f = d[form]
         assert f["steady_p10"] <= f["steady_s"] <= f["steady_p90"] and f["first_s"] > f["steady_s"]
     assert d["compiled"]["inductor_s"] > 0  # the first compiled call went through Inductor
     claims = firstcall.costs_claims(d)
-    assert len(claims) == 3 and all(claims.values()), claims
+    seconds = {f: {k: d[f][k] for k in ("first_s", "steady_s", "steady_p90")} for f in ("sin", "cos", "compiled")}
+    assert len(claims) == 3 and all(claims.values()), (claims, seconds, d["threads"], d.get("conditions"))
     assert firstcall.costs.ask.answer(d)[0] in (2, 3)  # over 10×: "10–100×" or "over 100×"
     flat = copy.deepcopy(d)
     flat["sin"]["first_s"] = flat["sin"]["steady_s"] * 2  # a first call no dearer than the rest fails

@@ -162,7 +162,7 @@ def _bad_settings(tmp_path) -> dict[str, list[str]]:
         "PART": ["abc", "99", "1.5"],
         # other programs' variables: any text is a value (each is judged where it is used: a CXX not on
         # PATH is a backend `info` reports, a short JUPYTER_TOKEN is refused by `make present`)
-        "CXX": [], "JUPYTER_TOKEN": [], "XLA_PYTHON_CLIENT_PREALLOCATE": [], "DISPLAY": [], "WAYLAND_DISPLAY": [],
+        "CXX": [], "JUPYTER_TOKEN": [], "XLA_PYTHON_CLIENT_PREALLOCATE": [], "XLA_FLAGS": [], "DISPLAY": [], "WAYLAND_DISPLAY": [],
     }
     from demos.engine.devices import torch_or_none
 

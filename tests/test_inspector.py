@@ -302,7 +302,8 @@ def test_stop_ends_a_run_under_way_in_one_line_and_the_next_run_measures(monkeyp
     assert not panel.running and time.monotonic() - t0 < 5
     assert re.fullmatch(r"stopped after \d+ s \(Stop\); the next Run starts a fresh worker", panel.last_error)
     assert "(Stop)" in panel.status.value and panel.renders == 0 and not yourfn.worker().alive
-    assert not panel.button.disabled and panel.stop_button.disabled
+    assert not panel.button.disabled and panel.stop_button.disabled and not yourfn.worker().cancelled.is_set()
+    panel.stop_button.click()  # a Stop with no Run under way: ignored, and the next Run is not ended by it
     panel.controls["code"].value = GOOD
     panel.button.click()
     panel.join(300)

@@ -127,11 +127,11 @@ class Panel:
                                    layout=w.Layout(width="110px"))
             self.button.on_click(lambda _b: self.run())
             row.append(self.button)
-            if self.stoppable:  # under Run, beside the code box: the panel is no taller for it
+            if self.stoppable:  # beside Run, on its row: the panel is no taller for it
                 self.stop_button = w.Button(description="Stop", icon="stop", disabled=True,
-                                            tooltip="stop this Run (the kernel stays)", layout=w.Layout(width="110px"))
+                                            tooltip="stop this Run (the kernel stays)", layout=w.Layout(width="95px"))
                 self.stop_button.on_click(lambda _b: self.stop())
-                row[-1] = w.VBox([self.button, self.stop_button])
+                row.append(self.stop_button)
             for spec in self.specs:  # a view-only control redraws what was measured, without measuring
                 if spec.view:
                     self._controls[spec.name].observe(lambda _change: self._redraw_view(), names="value")
@@ -239,7 +239,7 @@ class Panel:
             return
         if self.running:
             return
-        self.ready_to_measure()
+        self.forget_stop()
         self.button.disabled, self.stop_button.disabled = True, False
         self._job = threading.Thread(target=self._run_job, name=f"{self.demo.key}-run", daemon=True)
         self._job.start()
@@ -250,6 +250,7 @@ class Panel:
             if self._only_a_view_moved():  # while it measured: drawn in the view the panel shows now
                 self.update()
         finally:
+            self.forget_stop()  # a Stop that came as it ended ends nothing later
             self.button.disabled, self.stop_button.disabled = False, True
 
     def _only_a_view_moved(self) -> bool:
@@ -274,8 +275,9 @@ class Panel:
             self.status.value = "<span class='jitdeck-busy'>⏳ stopping…</span>"
             self.stop_measuring()
 
-    def ready_to_measure(self) -> None:
-        """A ``stoppable`` panel's Run starts: a stop pressed before it must not end it."""
+    def forget_stop(self) -> None:
+        """A ``stoppable`` panel's Run starts or ends (or the cell shows it): a Stop pressed outside
+        a Run must not end the next measurement."""
 
     def stop_measuring(self) -> None:
         """End the measurement under way, from the kernel's main thread (a ``stoppable`` panel)."""
@@ -430,6 +432,8 @@ class Panel:
         from IPython.display import display
 
         self._build()
+        if self.stoppable:
+            self.forget_stop()
         if self.ask is not None:  # the question is up while the measurement runs
             display(self.widget)
         self.update()

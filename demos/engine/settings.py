@@ -176,6 +176,8 @@ SETTINGS: dict[str, Setting] = {s.name: s for s in (
             help="the compiler Inductor runs as is (default g++, clang++ on macOS)"),
     Setting("JUPYTER_TOKEN", "a token", _text, empty_is_unset=False,
             help="make present's server token (unset: a random one; empty or short: refused by make present)"),
+    Setting("XLA_FLAGS", "XLA's command-line flags", _text,
+            help="XLA's own flags; the sharding demo's fresh process gets them with its host device count added"),
     Setting("XLA_PYTHON_CLIENT_PREALLOCATE", "a JAX flag", _text,
             help="JAX's GPU preallocation; demos sets it to false (make check says when it is not)"),
     Setting("DISPLAY", "an X display", _text, help="make present opens a browser only with a display"),

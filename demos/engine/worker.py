@@ -144,8 +144,8 @@ class Worker:
 
     def cancel(self) -> None:
         """Stop the job under way from another thread (a panel's Stop button): the job kills the
-        child at its next check, within 0.1 s, and says so in one line. The flag stays set until
-        ``cancelled.clear()`` (the panel clears it when its next Run starts)."""
+        child at its next check, within 0.1 s, says so in one line and clears the flag (a panel
+        also clears it as its Run starts and ends: a Stop pressed outside a job ends none)."""
         self.cancelled.set()
 
     def _last_stderr(self) -> str:
@@ -205,6 +205,7 @@ class Worker:
                 return msg
             now = time.monotonic()
             if self.cancelled.is_set():
+                self.cancelled.clear()  # one Stop ends one job
                 self.stop()
                 raise DemoError(f"stopped after {now - t0:.0f} s (Stop); the next Run starts a fresh worker")
             if stage is not None and now > stage[4]:
@@ -235,6 +236,29 @@ class Worker:
                     raise DemoError(f"the worker process died ({how}{': ' + last if last else ''}); "
                                     "it restarts on the next Run")
                 self._buf += chunk
+
+
+def fresh_json(module: str, arg: str, env: dict[str, str], timeout: float, *, slow: str, failed: str) -> dict[str, Any]:
+    """``python -m module arg`` in a fresh interpreter, from the project's root with the project on
+    its path and ``env`` over this process's environment (``DEMOS_STATIC`` dropped: it measures);
+    the last JSON object it printed. A measurement that must start from nothing (empty compile
+    caches, a device count fixed as JAX starts) runs this way. One line on failure: ``slow`` past
+    ``timeout`` seconds, ``failed: <its last stderr line>`` otherwise."""
+    from demos.engine.env import PROJECT_ROOT
+
+    full = dict(os.environ, **env)
+    full.pop("DEMOS_STATIC", None)
+    full["PYTHONPATH"] = str(PROJECT_ROOT) + os.pathsep + full.get("PYTHONPATH", "")
+    try:
+        proc = subprocess.run([sys.executable, "-m", module, arg], capture_output=True, text=True, timeout=timeout,
+                              env=full, cwd=str(PROJECT_ROOT))
+    except subprocess.TimeoutExpired:
+        raise DemoError(slow) from None
+    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")]
+    if proc.returncode != 0 or not lines:
+        err = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+        raise DemoError(f"{failed}: {err[:200]}")
+    return json.loads(lines[-1])
 
 
 # =======================================================================================

@@ -20,14 +20,13 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 import tempfile
 import time
 from typing import Any, Callable
 
 from demos.engine.devices import require_jax, require_torch
-from demos.engine.errors import DemoError, one_line
+from demos.engine.errors import one_line
 from demos.engine.measurement import quiet
 from demos.engine.timing import first_call
 from demos.engine.timing import measure as timed
@@ -152,27 +151,14 @@ def first_calls(spec: dict[str, Any]) -> dict[str, Any]:
 
 def run(spec: dict[str, Any], cache_dir: str, timeout: float = 420) -> dict[str, Any]:
     """``measure(spec)`` in a fresh interpreter whose compile caches live in ``cache_dir``."""
-    from demos.engine.env import PROJECT_ROOT
+    from demos.engine.worker import fresh_json
 
-    env = dict(os.environ)
-    env.pop("DEMOS_STATIC", None)
-    env.update({
-        "TORCHINDUCTOR_CACHE_DIR": os.path.join(cache_dir, "inductor"),
-        "TRITON_CACHE_DIR": os.path.join(cache_dir, "triton"),
-        "DEMOS_JAX_CACHE_DIR": os.path.join(cache_dir, "jax"),
-        "PYTHONWARNINGS": "ignore",
-    })
-    env["PYTHONPATH"] = str(PROJECT_ROOT) + os.pathsep + env.get("PYTHONPATH", "")
-    cmd = [sys.executable, "-m", "demos.introspection.coldcompile", json.dumps(spec)]
-    try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env, cwd=str(PROJECT_ROOT))
-    except subprocess.TimeoutExpired:
-        raise DemoError(f"the compile measurement took over {timeout:.0f} s — try a smaller workload") from None
-    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")]
-    if proc.returncode != 0 or not lines:
-        err = (proc.stderr.strip().splitlines() or ["no output"])[-1]
-        raise DemoError(f"compile worker failed: {err[:200]}")
-    return json.loads(lines[-1])
+    env = {"TORCHINDUCTOR_CACHE_DIR": os.path.join(cache_dir, "inductor"),
+           "TRITON_CACHE_DIR": os.path.join(cache_dir, "triton"),
+           "DEMOS_JAX_CACHE_DIR": os.path.join(cache_dir, "jax"), "PYTHONWARNINGS": "ignore"}
+    return fresh_json("demos.introspection.coldcompile", json.dumps(spec), env, timeout,
+                      slow=f"the compile measurement took over {timeout:.0f} s — try a smaller workload",
+                      failed="compile worker failed")
 
 
 def cold_then_warm(spec: dict[str, Any], say: Callable[[float, str], None] | None = None

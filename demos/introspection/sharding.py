@@ -25,9 +25,7 @@ the optimized HLO, which is the program each device runs.
 from __future__ import annotations
 
 import json
-import os
 import re
-import subprocess
 import sys
 from typing import Any
 
@@ -154,23 +152,15 @@ def partition(spec: dict[str, Any]) -> dict[str, Any]:
 def run_partitioned(spec: dict[str, Any], timeout: float = 300) -> dict[str, Any]:
     """:func:`partition` in a fresh process that has ``spec["devices"]`` host devices (as well as
     any accelerator it has)."""
-    from demos.engine.env import PROJECT_ROOT
+    from demos.engine.settings import raw
+    from demos.engine.worker import fresh_json
 
-    env = dict(os.environ)
-    flags = [f for f in env.get("XLA_FLAGS", "").split() if not f.startswith("--xla_force_host_platform_device_count")]
-    env["XLA_FLAGS"] = " ".join(flags + [f"--xla_force_host_platform_device_count={int(spec['devices'])}"])
-    env["PYTHONPATH"] = str(PROJECT_ROOT) + os.pathsep + env.get("PYTHONPATH", "")
-    env.pop("DEMOS_STATIC", None)
-    cmd = [sys.executable, "-m", "demos.introspection.sharding", json.dumps(spec)]
-    try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env, cwd=str(PROJECT_ROOT))
-    except subprocess.TimeoutExpired:
-        raise DemoError(f"partitioning took over {timeout:.0f} s; choose fewer devices or smaller sizes") from None
-    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")]
-    if proc.returncode != 0 or not lines:
-        err = (proc.stderr.strip().splitlines() or ["no output"])[-1]
-        raise DemoError(f"the partitioning process failed: {err[:200]}")
-    return json.loads(lines[-1])
+    flags = [f for f in (raw("XLA_FLAGS") or "").split()
+             if not f.startswith("--xla_force_host_platform_device_count")]
+    env = {"XLA_FLAGS": " ".join(flags + [f"--xla_force_host_platform_device_count={int(spec['devices'])}"])}
+    return fresh_json("demos.introspection.sharding", json.dumps(spec), env, timeout,
+                      slow=f"partitioning took over {timeout:.0f} s; choose fewer devices or smaller sizes",
+                      failed="the partitioning process failed")
 
 
 def main(argv: list[str]) -> int:

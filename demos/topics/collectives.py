@@ -103,7 +103,8 @@ sharding_claims = Claims(
 )
 
 
-def _devices_read(fn: Callable[[dict], Any]) -> Callable[[dict], Any]:
+def _on_forward(fn: Callable[[dict], Any]) -> Callable[[dict], Any]:
+    """``fn`` read from a forward measurement (the question is about the forward), else nothing."""
     return lambda d: fn(d) if _forward(d) else None
 
 
@@ -116,5 +117,5 @@ sharding = Demo(
     configs=Configs(warm=[{}, {"step": "training"}]), claims=sharding_claims,
     ask=asks.count("Tensor parallel (Megatron): w1 split by columns, w2 by rows, over 4 devices. How many "
                    "collectives does XLA insert in the forward?", sharding_claims["megatron"], (0, 2, 4),
-                   noun="collective", read=_devices_read(_megatron)),
+                   noun="collective", read=_on_forward(_megatron)),
 )

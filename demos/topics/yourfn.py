@@ -105,7 +105,7 @@ class WorkerPanel(ui.Panel):
     def opened_warm(self) -> None:
         start_worker_soon(worker())
 
-    def ready_to_measure(self) -> None:
+    def forget_stop(self) -> None:
         worker().cancelled.clear()
 
     def stop_measuring(self) -> None:
@@ -137,7 +137,7 @@ inspector = Demo(
               Choice("shape", "1024x1024", options=SHAPES, width="175px"),
               Choice("dtype", "float32", options=DTYPES, width="140px"),
               Choice("view", VIEWS[0], options=VIEWS, toggle=True, view=True),
-              Code("code", PRESETS["chain"]["code"], label="your code")],
+              Code("code", PRESETS["chain"]["code"], label="your code", width="80%")],  # Run and Stop beside it
     # `make warm` inspects the presets the slides open on: each slide opens on its result at once
     measure=measure_inspection, figure=figure_view, pacing="warmed", claims=inspector_claims,
     configs=Configs(warm=[{}] + [{"preset": p} for p in ("item", "branch", "loop", "mutation")]),
@@ -198,7 +198,7 @@ exercise = Demo(
     "exercise", "Exercises the inspector grades",
     controls=[Choice("exercise", "normalise", options=[(e.title, k) for k, e in EXERCISES.items()], width="300px"),
               Choice("solution", "hidden", options=("hidden", "shown"), toggle=True, view=True),
-              Code("code", EXERCISES["normalise"].start, label="your code")],
+              Code("code", EXERCISES["normalise"].start, label="your code", width="80%")],  # Run and Stop beside it
     measure=measure_exercise, figure=figure_grade, pacing="warmed", measured_in="worker", panel_class=ExercisePanel,
     derived=lambda values: {"code": EXERCISES[values["exercise"]].start}, claims=exercise_claims,
     ask=dataclasses.replace(
