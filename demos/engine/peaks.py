@@ -315,7 +315,7 @@ def compile_forms(forms: Iterable[tuple[str, dict]], dtypes: Iterable[str], back
                     sync(fn())
 
 
-def _first_call_once(run: Run, key: tuple, fn: Callable, sync: Callable) -> float | None:
+def first_call_once(run: Run, key: tuple, fn: Callable, sync: Callable) -> float | None:
     """The call that compiles (or allocates) timed apart, once per form and sizes (None after)."""
     seen = run.cached("seen", set)
     if key in seen:
@@ -326,7 +326,8 @@ def _first_call_once(run: Run, key: tuple, fn: Callable, sync: Callable) -> floa
 
 
 @contextlib.contextmanager
-def _oom_is_one_line(workload: str, params: dict, dtype: str) -> Iterator[None]:
+def oom_is_one_line(workload: str, params: dict, dtype: str) -> Iterator[None]:
+    """An out-of-memory error inside becomes one line naming the workload's sizes (memory released)."""
     try:
         yield
     except DemoError:
@@ -348,9 +349,9 @@ def measure_form(run: Run, workload: str, backend: str, params: dict, dtype: str
     times slower than the estimate ``run.time`` sizes its loop by, and a redraw must stay quick."""
     if max_samples is None:
         max_samples = 12 if budget_s <= 0.1 else 200
-    with _oom_is_one_line(workload, params, dtype):
+    with oom_is_one_line(workload, params, dtype):
         fn, sync, p = form_runner(run, workload, backend, params, dtype, mode)
-        first = _first_call_once(run, (workload, backend, tuple(sorted(p.items())), dtype, mode), fn, sync)
+        first = first_call_once(run, (workload, backend, tuple(sorted(p.items())), dtype, mode), fn, sync)
         t = run.time(fn, sync, warmup=0, budget_s=budget_s, min_samples=min_samples,
                      max_samples=max(max_samples, min_samples))
     return {**t.to_dict(first_s=first), "params": p}
@@ -374,13 +375,13 @@ def measure_forms(run: Run, workload: str, backends: tuple[str, ...], params: di
             continue
         if said:
             said(b)
-        with _oom_is_one_line(workload, params, dtype):
+        with oom_is_one_line(workload, params, dtype):
             fn, sync, resolved = form_runner(run, workload, b, params, dtype, mode)
-            firsts[b] = _first_call_once(run, (workload, b, tuple(sorted(resolved.items())), dtype, mode), fn, sync)
+            firsts[b] = first_call_once(run, (workload, b, tuple(sorted(resolved.items())), dtype, mode), fn, sync)
         forms[b] = (fn, sync)
     if forms:
         max_samples = 12 if budget_s <= 0.1 else 200
-        with _oom_is_one_line(workload, params, dtype):
+        with oom_is_one_line(workload, params, dtype):
             timings = run.time_forms(forms, warmup=0, budget_s=budget_s * len(forms), min_samples=min_samples,
                                      max_samples=max(max_samples, min_samples))
         for b, t in timings.items():

@@ -1,0 +1,109 @@
+"""Part 3, precision as a lever (demos.topics.precision): the seed's MLP block in float32, TF32,
+autocast and bfloat16, eager and compiled. What each precision is (output dtypes, distance from
+float64), what the device lacks (one line per row), the setting restored, the bfloat16-arithmetic
+test on real /proc/cpuinfo formats, and the seed's figures. The slide's claims at the defaults,
+and every control, are tests/test_demos.py's and tests/test_ordering.py's."""
+from __future__ import annotations
+
+import pytest
+
+from demos.engine import devices, matmul_units
+from demos.engine.matmul_units import bf16_matmul_units, matmul_precision, tf32_problem
+from demos.engine.errors import DemoError
+from demos.engine.measurement import Run
+from demos.topics import precision as topic
+
+X86_AMX = "processor\t: 0\nflags\t\t: fpu sse2 avx2 avx512f avx512bw avx512_bf16 amx_bf16 amx_tile\n"
+X86_AVX2 = "processor\t: 0\nflags\t\t: fpu sse2 avx2 fma\n"
+ARM_BF16 = "processor\t: 0\nFeatures\t: fp asimd sve bf16 i8mm\n"
+
+
+@pytest.fixture(scope="module")
+def measured():
+    """One measurement at the smallest batch (each precision's compiled copy compiles once)."""
+    return topic.measure_lever(Run(), batch=topic.BATCHES["cpu"][0], budget_s=0.02)
+
+
+def test_each_precision_is_what_its_row_says(measured):
+    rows = measured["rows"]
+    assert list(rows) == list(topic.ROWS)  # in the slide's order
+    assert rows["tf32"] == {"error": tf32_problem("cpu")} and rows["tf32"]["error"].endswith("this CPU does not have")
+    dtypes = {r: {f: v["out_dtype"] for f, v in rows[r].items()} for r in ("float32", "autocast", "bfloat16")}
+    # autocast's matmuls take bfloat16; each result meets a float32 bias and promotion returns float32
+    assert dtypes == {"float32": {"torch_eager": "float32", "torch_compile": "float32"},
+                      "autocast": {"torch_eager": "float32", "torch_compile": "float32"},
+                      "bfloat16": {"torch_eager": "bfloat16", "torch_compile": "bfloat16"}}
+    for r in ("float32", "autocast", "bfloat16"):
+        for f in topic.FORMS:
+            t = rows[r][f]
+            assert t["p10_s"] <= t["median_s"] <= t["p90_s"] and t["n"] >= 5 and t["first_s"] > 0
+    # digits: float32 agrees with float64 to ~1e-7 of the output's scale; bfloat16 to ~1e-2
+    assert rows["float32"]["torch_eager"]["error"] < 1e-5 < 1e-4 < rows["bfloat16"]["torch_eager"]["error"] < 0.1
+    claims = topic.lever_claims
+    digits = rows["bfloat16"]["torch_eager"]["error"] / rows["float32"]["torch_eager"]["error"]
+    assert claims["digits"].holds(digits, "cpu") and claims["keeps"].holds(topic._worst_compiled_error(measured), "cpu")
+
+
+def test_a_second_measurement_times_again_without_compiling_again(measured):
+    run = Run()
+    first = topic.measure_lever(run, batch=2, budget_s=0.02)
+    again = topic.measure_lever(run, batch=2, budget_s=0.02)
+    assert all(f not in again["rows"][r] or again["rows"][r][f].get("first_s") is None
+               for r in topic.ROWS for f in topic.FORMS)  # first calls are timed once per sizes
+    assert first["rows"]["float32"]["torch_eager"]["median_s"] != again["rows"]["float32"]["torch_eager"]["median_s"]
+
+
+def test_the_lever_claim_needs_bfloat16_arithmetic(measured):
+    lever = topic.lever_claims["lever"]
+    with_units = {**measured, "bf16_units": True}
+    without = {**measured, "bf16_units": False}
+    assert lever.evaluate(with_units) is not None
+    assert lever.evaluate(without) is None  # bfloat16 saves bytes only: no claim
+    ratio = topic._bf16_eager_vs_fp32_compiled(measured)
+    assert ratio == measured["rows"]["float32"]["torch_compile"]["median_s"] / measured["rows"]["bfloat16"]["torch_eager"]["median_s"]
+
+
+def test_bfloat16_arithmetic_is_read_from_the_cpu_flags():
+    assert bf16_matmul_units(X86_AMX) is True
+    assert bf16_matmul_units(X86_AVX2) is False
+    assert bf16_matmul_units(ARM_BF16) is True
+    assert bf16_matmul_units("") is None  # no flags to read (not Linux): unknown, not "no"
+
+
+def test_tf32_is_refused_in_one_line_off_ampere(monkeypatch):
+    assert tf32_problem("mps").startswith("TF32 is a format of NVIDIA's tensor cores")
+    monkeypatch.setattr(matmul_units, "cuda_capability", lambda: (7, 5))  # a T4: faked, no GPU here
+    assert tf32_problem("cuda") == "TF32 needs compute capability 8.0 or newer; this GPU is 7.5"
+    monkeypatch.setattr(matmul_units, "cuda_capability", lambda: (9, 0))
+    assert tf32_problem("cuda") is None
+
+
+def test_the_matmul_setting_is_restored_even_when_the_call_fails():
+    torch = devices.require_torch()
+    before = torch.get_float32_matmul_precision()
+    with pytest.raises(ZeroDivisionError):
+        with matmul_precision("high"):
+            assert torch.get_float32_matmul_precision() == "high"
+            1 / 0
+    assert torch.get_float32_matmul_precision() == before
+
+
+def test_a_batch_too_large_is_one_line():
+    with pytest.raises(DemoError) as e:  # not one of the control's batches
+        topic.lever.run({"batch": 10**6})
+    assert "\n" not in str(e.value) and "batch" in str(e.value)
+    with pytest.raises(DemoError) as e:  # called directly: more memory than the machine has
+        topic.measure_lever(Run(), batch=60000)
+    assert "\n" not in str(e.value) and str(e.value).startswith("out of memory at")
+
+
+def test_the_seeds_a100_figures_are_its_tf32_row_at_its_sizes(measured):
+    assert topic._seed_mlp({"batch": 8}) is None  # reported only at B,S,D,H = 256,1024,512,2048
+    seed = topic.lever.seed_reference({"batch": 256})
+    assert seed["seed"] and seed["params"] == {"B": 256, "S": 1024, "D": 512, "H": 2048}
+    tf32 = seed["rows"]["tf32"]
+    assert (tf32["torch_eager"]["median_s"], tf32["torch_compile"]["median_s"]) == (22.5e-3, 14.4e-3)
+    # drawn beside a measurement as its times in words (it has no float32 row to divide by)
+    fig = topic.figure_lever({**measured, "stamp": "here"}, seed)
+    texts = [t.get_text() for ax in fig.axes for t in ax.texts]
+    assert any("22.50 ms → 14.40 ms (compiling ×1.56)" in t for t in texts), texts
