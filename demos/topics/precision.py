@@ -216,6 +216,12 @@ def _seed_mlp(values: dict) -> dict | None:
             "extra": "mlp_block B,S,D,H = 256,1024,512,2048, TF32 matmuls, mean ± sd of 7 %timeit runs"}
 
 
+def _warm_batches(_demo: Demo) -> list[dict]:
+    """`make warm` compiles every batch the control offers: a Run at any of them only measures."""
+    kind = device_kind()
+    return [{}] + [{"batch": b} for b in BATCHES[kind] if b != DEFAULT_BATCH[kind]]
+
+
 def _controls(kind: str) -> list:
     seq = SIZES[kind]["S"]
     return [Choice("batch", DEFAULT_BATCH[kind], options=[(f"{b} × {seq}", b) for b in BATCHES[kind]],
@@ -225,7 +231,8 @@ def _controls(kind: str) -> list:
 lever = Demo(
     "lever", "Precision, the other lever",
     controls=_controls, measure=measure_lever, figure=figure_lever, pacing="warmed",
-    configs=Configs(warm=[{}], record={"budget_s": 0.3}, quick={"budget_s": 0.05}), claims=lever_claims,
+    configs=Configs(warm=_warm_batches,
+                    record={"budget_s": 0.3}, quick={"budget_s": 0.05}), claims=lever_claims,
     seed=Reported(_seed_mlp, "the seed lecture notebook ('PyTorch and JAX') on an A100"),
     ask=asks.bands("The MLP block: bfloat16 without compiling, against float32 compiled. How many times faster "
                    "is bfloat16?", lever_claims["lever"], (2, 4)),

@@ -40,7 +40,8 @@ def figure_lever(data: dict[str, Any], reference: dict[str, Any] | None = None):
         forms = rows[r]
         if "error" in forms:
             ax.text(0.03 * widest, ys[r], "\n".join(textwrap.wrap("not here: " + forms["error"], 60)), va="center",
-                    fontsize=11.5, color="#666666", style="italic")
+                    fontsize=11.5, color="#666666", style="italic",
+                    bbox={"facecolor": "white", "edgecolor": "none", "pad": 1}, zorder=4)
             continue
         for f in FORMS:
             s, y = ups[(r, f)], ys[r] + OFFSET[f]
