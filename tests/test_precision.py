@@ -38,9 +38,9 @@ def test_each_precision_is_what_its_row_says(measured):
             t = rows[r][f]
             assert t["p10_s"] <= t["median_s"] <= t["p90_s"] and t["n"] >= 5 and t["first_s"] > 0
     # digits: float32 agrees with float64 to ~1e-7 of the output's scale; bfloat16 to ~1e-2
-    assert rows["float32"]["torch_eager"]["error"] < 1e-5 < 1e-4 < rows["bfloat16"]["torch_eager"]["error"] < 0.1
+    assert rows["float32"]["torch_eager"]["distance"] < 1e-5 < 1e-4 < rows["bfloat16"]["torch_eager"]["distance"] < 0.1
     claims = topic.lever_claims
-    digits = rows["bfloat16"]["torch_eager"]["error"] / rows["float32"]["torch_eager"]["error"]
+    digits = rows["bfloat16"]["torch_eager"]["distance"] / rows["float32"]["torch_eager"]["distance"]
     assert claims["digits"].holds(digits, "cpu") and claims["keeps"].holds(topic._worst_compiled_error(measured), "cpu")
 
 
@@ -107,3 +107,20 @@ def test_the_seeds_a100_figures_are_its_tf32_row_at_its_sizes(measured):
     fig = topic.figure_lever({**measured, "stamp": "here"}, seed)
     texts = [t.get_text() for ax in fig.axes for t in ax.texts]
     assert any("22.50 ms → 14.40 ms (compiling ×1.56)" in t for t in texts), texts
+
+
+def test_a_form_that_cannot_run_here_is_one_line_and_the_others_still_measure():
+    class NoCompiler(Run):  # as on a machine without a C++ compiler: every compiled call fails
+        def compile(self, fn, tag="", **options):
+            def fails(*args):
+                raise RuntimeError("InductorError: CppCompileError: C++ compile error\nlong log …")
+            return fails
+
+    d = topic.measure_lever(NoCompiler(), batch=2, budget_s=0.02)
+    for r in ("float32", "autocast", "bfloat16"):
+        assert d["rows"][r]["torch_compile"]["error"].count("\n") == 0
+        assert "CppCompileError" in d["rows"][r]["torch_compile"]["error"]
+        assert d["rows"][r]["torch_eager"]["median_s"] > 0
+    assert topic.lever.check_claims(d)  # the claims that need compiled forms fail; nothing raises
+    texts = [t.get_text() for ax in topic.figure_lever({**d, "stamp": "here"}).axes for t in ax.texts]
+    assert sum(t.startswith("torch.compile: torch.compile's C++ compile failed") for t in texts) == 3, texts

@@ -31,6 +31,7 @@ from demos.deck.claims import Claim, Claims
 from demos.deck.demo import Choice, Configs, Demo, Reported
 from demos.engine.devices import device_kind, dtype_problem, dtype_supported, require_torch, torch_device
 from demos.engine.matmul_units import bf16_matmul_units, matmul_precision, tf32_problem
+from demos.engine.errors import one_line
 from demos.engine.measurement import Run
 from demos.engine.peaks import first_call_once, oom_is_one_line
 from demos.engine.workloads import get, prepare
@@ -115,8 +116,6 @@ def measure_lever(run: Run, batch: int | None = None, budget_s: float = 0.1) -> 
     params = get("mlp_block").resolve(sizes(batch))
     rows: dict[str, dict] = {}
     forms: dict[str, tuple[Callable, Callable]] = {}
-    errors: dict[str, float] = {}
-    out_dtypes: dict[str, str] = {}
     firsts: dict[str, float | None] = {}
     with oom_is_one_line("mlp_block", params, "float32"), torch.no_grad():
         prep = prepare("mlp_block", "torch_eager", params, "float32")
@@ -127,21 +126,24 @@ def measure_lever(run: Run, batch: int | None = None, budget_s: float = 0.1) -> 
                 rows[row] = {"error": why}
                 continue
             run.progress(0.05 + 0.6 * i / len(ROWS), f"{label}: eager, then torch.compile (its first call compiles)…")
+            rows[row] = {}
             (eager, compiled), _ = forms_of(run, row, prep.args, device)
             for form, fn in zip(FORMS, (eager, compiled)):
                 key = f"{row}|{form}"
-                firsts[key] = first_call_once(run, (row, form, tuple(sorted(params.items()))), fn, prep.sync)
-                out = fn()
-                prep.sync(out)
-                errors[key] = distance(out, ref)
-                out_dtypes[key] = str(out.dtype).replace("torch.", "")
+                try:  # a form this device cannot run (no C++ compiler, an op the backend lacks) is its one line
+                    firsts[key] = first_call_once(run, (row, form, tuple(sorted(params.items()))), fn, prep.sync)
+                    out = fn()
+                    prep.sync(out)
+                except Exception as exc:  # noqa: BLE001 - shown, not raised: the other forms still measure
+                    rows[row][form] = {"error": one_line(exc)}
+                    continue
+                rows[row][form] = {"distance": distance(out, ref), "out_dtype": str(out.dtype).replace("torch.", "")}
                 forms[key] = (fn, prep.sync)
         run.progress(0.7, f"timing {len(forms)} forms in turn…")
         timings = run.time_forms(forms, warmup=0, budget_s=budget_s * len(forms), min_samples=5, max_samples=200)
     for key, t in timings.items():
         row, form = key.split("|")
-        rows.setdefault(row, {})[form] = {**t.to_dict(first_s=firsts[key]), "error": errors[key],
-                                          "out_dtype": out_dtypes[key]}
+        rows[row][form] = {**t.to_dict(first_s=firsts[key]), **rows[row][form]}
     rows = {r: rows[r] for r in ROWS}  # in the slide's order
     B, S, D, H = (params[k] for k in "BSDH")
     return {"device": device, "params": params, "rows": rows, "bf16_units": bf16_matmul_units(),
@@ -153,8 +155,7 @@ def measure_lever(run: Run, batch: int | None = None, budget_s: float = 0.1) -> 
 # The two factors, and what the slide claims
 # =======================================================================================
 def seconds(d: dict, row: str, form: str) -> float | None:
-    r = d["rows"].get(row, {}).get(form)
-    return r["median_s"] if r else None
+    return (d["rows"].get(row, {}).get(form) or {}).get("median_s")
 
 
 def speedup(d: dict, row: str, form: str) -> float | None:
@@ -169,8 +170,8 @@ def compile_factor(d: dict, row: str) -> float | None:
     return e / c if e and c else None
 
 
-def _error(d: dict, row: str, form: str) -> float:
-    return d["rows"][row][form]["error"]
+def _distance(d: dict, row: str, form: str) -> float:
+    return d["rows"][row][form]["distance"]
 
 
 def _bf16_eager_vs_fp32_compiled(d: dict) -> float | None:
@@ -181,17 +182,17 @@ def _bf16_eager_vs_fp32_compiled(d: dict) -> float | None:
 
 def _worst_compiled_error(d: dict) -> float:
     """The largest compiled ÷ eager distance from float64, over the precisions measured."""
-    return max(_error(d, r, "torch_compile") / max(_error(d, r, "torch_eager"), 1e-30)
-               for r, forms in d["rows"].items() if "error" not in forms)
+    return max(_distance(d, r, "torch_compile") / max(_distance(d, r, "torch_eager"), 1e-30)
+               for r, forms in d["rows"].items() if all("distance" in forms.get(f, {}) for f in FORMS))
 
 
 def _has_bf16(d: dict) -> bool:
-    return "torch_eager" in d["rows"].get("bfloat16", {})
+    return "distance" in d["rows"].get("bfloat16", {}).get("torch_eager", {})
 
 
 lever_claims = Claims(
     Claim("bfloat16 costs digits: its distance from float64 over {threshold:g}× float32's",
-          lambda d: _error(d, "bfloat16", "torch_eager") / _error(d, "float32", "torch_eager"), ">", 100,
+          lambda d: _distance(d, "bfloat16", "torch_eager") / _distance(d, "float32", "torch_eager"), ">", 100,
           applies=_has_bf16, key="digits"),
     Claim("compiling keeps each precision's accuracy: compiled at most {threshold:g}× eager's distance from float64",
           _worst_compiled_error, "<=", 3, key="keeps"),

@@ -19,11 +19,11 @@ def _speedups(d: dict[str, Any]) -> dict[tuple[str, str], float]:
     base = rows.get("float32", {}).get("torch_eager", {}).get("median_s")
     if not base:
         return {}
-    return {(r, f): base / v[f]["median_s"] for r, v in rows.items() for f in FORMS if f in v}
+    return {(r, f): base / v[f]["median_s"] for r, v in rows.items() for f in FORMS if "median_s" in v.get(f, {})}
 
 
 def _compile_factor(forms: dict) -> str:
-    if all(f in forms for f in FORMS):
+    if all("median_s" in forms.get(f, {}) for f in FORMS):
         return f"compiling ×{forms['torch_eager']['median_s'] / forms['torch_compile']['median_s']:.2f}"
     return ""
 
@@ -44,7 +44,12 @@ def figure_lever(data: dict[str, Any], reference: dict[str, Any] | None = None):
                     bbox={"facecolor": "white", "edgecolor": "none", "pad": 1}, zorder=4)
             continue
         for f in FORMS:
-            s, y = ups[(r, f)], ys[r] + OFFSET[f]
+            y = ys[r] + OFFSET[f]
+            if (r, f) not in ups:  # this form failed here: its one line where its bar would be
+                ax.text(0.03 * widest, y, textwrap.shorten(f"{plots.label(f)}: {forms.get(f, {}).get('error', '?')}", 95),
+                        va="center", fontsize=10.5, color="#666666", style="italic")
+                continue
+            s = ups[(r, f)]
             ax.barh(y, s, height=0.36, color=plots.color(f), label=plots.label(f) if r == names[0] else None)
             ax.text(s, y, f" ×{s:.2f} · {fmt_seconds(forms[f]['median_s'])}", va="center", fontsize=11.5)
     if ref_ups:
@@ -73,8 +78,8 @@ def figure_lever(data: dict[str, Any], reference: dict[str, Any] | None = None):
     errs = []
     for r in names:
         for f in FORMS:
-            e = rows[r].get(f, {}).get("error")
-            if isinstance(e, float):
+            e = rows[r].get(f, {}).get("distance")
+            if e is not None:
                 y = ys[r] + OFFSET[f]
                 ex.scatter([max(e, 1e-12)], [y], color=plots.color(f), s=45, zorder=3)
                 short = {"float32": "fp32", "bfloat16": "bf16"}.get(rows[r][f].get("out_dtype"), "")
