@@ -1,13 +1,20 @@
-"""The two places the deck hooks into Inductor, each written once.
+"""The places the deck hooks into Inductor, each written once.
 
 ``output_code()``      Inductor's generated source for every graph compiled inside the block: a
                        patch of ``torch._inductor.graph.GraphLowering.save_output_code``, which
                        receives each generated module's code.
+``autotuned()``        what max-autotune benchmarked, for each GEMM it tuned inside the block: a
+                       feedback saver on Inductor's algorithm selector (``select_algorithm``),
+                       which hands each saver the timing of every candidate it benchmarked, and
+                       the selector's call timed (the seconds autotuning took).
+``cold_frozen()``      compiling with Inductor's caches off (every compile, and every autotuning,
+                       really runs) and parameters frozen into constants (``freezing``: what
+                       Inductor's CPU GEMM templates need to pack the weights), its stderr report kept.
 ``InductorBackend``    a ``torch.compile`` backend that runs Inductor (``compile_fx``) and counts the
                        graphs Dynamo hands it, times Inductor's share of each compile, and can see
                        each graph AOTAutograd passes on (forward, backward) with its generated code.
 
-Both are private APIs of torch (2.13 here); this is the one module that names them.
+All are private APIs of torch (2.13 here); this is the one module that names them.
 """
 from __future__ import annotations
 
@@ -32,6 +39,65 @@ def output_code(unique: bool = True) -> Iterator[list[str]]:
 
     with mock.patch.object(GraphLowering, "save_output_code", staticmethod(save)):
         yield codes
+
+
+@contextlib.contextmanager
+def autotuned() -> Iterator[list[dict[str, Any]]]:
+    """Each autotuning Inductor does in the block, in order: ``{"op", "shapes", "candidates",
+    "seconds"}``, the candidates ``{"name", "ms"}`` fastest first (the first is the one chosen),
+    ``seconds`` the wall time of that selection (compiling and benchmarking its candidates).
+    Nothing is reported for a GEMM whose choice came from a cache, or that had one candidate."""
+    from unittest import mock
+
+    from torch._inductor.select_algorithm import AlgorithmSelectorCache, get_algorithm_selector_cache
+
+    found: list[dict[str, Any]] = []
+
+    def saver(timings: dict, name: str, input_nodes: list, *_rest: Any) -> None:
+        shapes = []
+        for node in input_nodes:
+            try:
+                shapes.append([int(x) for x in node.get_size()])
+            except (TypeError, ValueError, AttributeError):  # a symbolic size: shown as text
+                shapes.append([str(x) for x in getattr(node, "get_size", lambda: [])()])
+        cands = sorted(({"name": str(getattr(c, "name", c)), "ms": float(t)} for c, t in timings.items()),
+                       key=lambda c: c["ms"])
+        found.append({"op": name, "shapes": shapes, "candidates": cands, "seconds": None})
+
+    select = AlgorithmSelectorCache.__call__
+
+    def timed_select(self, *args: Any, **kwargs: Any):
+        before, t0 = len(found), time.perf_counter()
+        try:
+            return select(self, *args, **kwargs)
+        finally:
+            if len(found) > before:
+                found[-1]["seconds"] = time.perf_counter() - t0
+
+    savers = get_algorithm_selector_cache().feedback_saver_fns
+    savers.append(saver)
+    try:
+        with mock.patch.object(AlgorithmSelectorCache, "__call__", timed_select):
+            yield found
+    finally:
+        if saver in savers:
+            savers.remove(saver)
+
+
+@contextlib.contextmanager
+def cold_frozen() -> Iterator[None]:
+    """Compiles in the block skip every Inductor cache and freeze parameters into constants.
+    Autotuning's own report (written to stderr) and its warnings stay off the slide: the figure
+    shows what it benchmarked (:func:`autotuned`)."""
+    import io
+    import warnings
+
+    from torch._inductor import config
+
+    with config.patch(freezing=True, force_disable_caches=True), warnings.catch_warnings(), \
+            contextlib.redirect_stderr(io.StringIO()):
+        warnings.simplefilter("ignore")
+        yield
 
 
 class InductorBackend:

@@ -39,11 +39,16 @@ _REUSE = re.compile(
     r"^[ \t]*(?P<new>\w+)[ \t]*=[ \t]*(?:reinterpret_tensor\()?(?P<old>\w+)[^;\n]*;[ \t]*del[ \t]+\w+[ \t]*#[ \t]*reuse", re.M)
 # ATen fallbacks Inductor calls as they are: "buf0 = aten.convolution(…)",
 # "buf1 = torch.ops.aten._scaled_dot_product_flash_attention.default(…)"
-_FALLBACK = re.compile(r"^(?:\w+(?:,\s*\w+)*\s*=\s*)?(?:torch\.ops\.)?aten\.(?!_assert)(?P<op>\w+)(?:\.\w+)?\(")
+# and, with freezing on a CPU, the GEMM libraries' packed linears: "buf0 = torch.ops.mkl._mkl_linear.default(…)"
+_FALLBACK = re.compile(
+    r"^(?:\w+(?:,\s*\w+)*\s*=\s*)?(?:torch\.ops\.)?(?P<ns>aten|mkl|mkldnn)\.(?!_assert)(?P<op>\w+)(?:\.\w+)?\(")
 _EXTERN = re.compile(r"\bextern_kernels\.(?P<op>\w+)\(")
-MATMUL_EXTERNS = ("mm", "addmm", "bmm", "baddbmm", "_mm_plus_mm", "convolution", "_int_mm", "_scaled_mm")
-# GEMM templates (max-autotune): triton_tem_fused_mm_0, cpp templates with "template" in the name
+MATMUL_EXTERNS = ("mm", "addmm", "bmm", "baddbmm", "_mm_plus_mm", "convolution", "_int_mm", "_scaled_mm",
+                  "mkl._mkl_linear", "mkldnn._linear_pointwise")
+# GEMM templates (max-autotune): triton_tem_fused_mm_0 on a GPU; on a CPU a C++ kernel built on
+# Inductor's micro-GEMM (its source defines ``…_micro_gemm``), named after its ops (cpp_fused_mm_relu_0)
 _MATMUL_TEMPLATE = re.compile(r"_tem_|template")
+_MICRO_GEMM = re.compile(r"\bmicro_gemm\b|_micro_gemm")
 
 
 @dataclass
@@ -58,6 +63,7 @@ class InductorCode:
     buffers: list[str] = field(default_factory=list)  # "buf0 (32, 128) float32"
     reused: list[str] = field(default_factory=list)  # "buf1 ← buf0"
     in_place: list[str] = field(default_factory=list)  # launches that write a buffer they read: "cpp_fused_relu_0(buf1)"
+    gemm_templates: list[str] = field(default_factory=list)  # launched kernels that are generated GEMMs
     graphs: int = 1
     device: str = "cpu"
 
@@ -69,14 +75,14 @@ class InductorCode:
     @property
     def matmuls(self) -> int:
         """Matmul calls: library calls (extern_kernels.mm/addmm/bmm…, ATen fallbacks) plus GEMM templates."""
-        templ = sum(1 for k in self.kernels if _MATMUL_TEMPLATE.search(k))
+        templ = sum(1 for k in self.kernels if k in self.gemm_templates or _MATMUL_TEMPLATE.search(k))
         return sum(1 for op in self.extern_calls + self.fallback_calls if op in MATMUL_EXTERNS) + templ
 
     @property
     def library_calls(self) -> list[str]:
         """Calls into libraries rather than generated kernels (cuBLAS/oneDNN via extern_kernels,
         ATen fallbacks), in order."""
-        return list(self.extern_calls) + [f"aten.{op}" for op in self.fallback_calls]
+        return list(self.extern_calls) + [op if "." in op else f"aten.{op}" for op in self.fallback_calls]
 
     @property
     def launches(self) -> int:
@@ -162,12 +168,15 @@ def parse_inductor(source: str | Iterable[str], device: str = "cpu") -> Inductor
     text = _MODULE_SEP.join(modules)
     defs: list[str] = []
     writes: dict[str, int] = {}  # kernel → how many in_out_ptr arguments it takes (its first ones)
+    templates: set[str] = set()  # kernels built on a GEMM template
     for module in modules:
         found = list(_KERNEL_DEF.finditer(module))
         defs += [m.group("name") for m in found]
         for m, nxt in zip(found, found[1:] + [None]):
             segment = module[m.start():nxt.start() if nxt else len(module)]
             writes[m.group("name")] = len(set(_IN_OUT.findall(segment)))
+            if _MATMUL_TEMPLATE.search(m.group("name")) or _MICRO_GEMM.search(segment):
+                templates.add(m.group("name"))
     body = call_body(text)
     kernels: list[str] = []
     in_place: list[str] = []
@@ -185,7 +194,8 @@ def parse_inductor(source: str | Iterable[str], device: str = "cpu") -> Inductor
                 in_place.append(f"{m.group('name')}({', '.join(args)})")
     code_lines = [ln for ln in body.splitlines() if not ln.strip().startswith("#")]
     extern = [m.group("op") for m in _EXTERN.finditer("\n".join(code_lines))]
-    fallback = [m.group("op") for ln in code_lines if (m := _FALLBACK.match(ln.strip()))]
+    fallback = [m.group("op") if m.group("ns") == "aten" else f"{m.group('ns')}.{m.group('op')}"
+                for ln in code_lines if (m := _FALLBACK.match(ln.strip()))]
     buffers = []
     for m in _ALLOC.finditer(body):
         shape = re.match(r"\s*(\([^)]*\))", m.group("args"))
@@ -194,7 +204,7 @@ def parse_inductor(source: str | Iterable[str], device: str = "cpu") -> Inductor
     reused = [f"{m.group('new')} ← {m.group('old')}" for m in _REUSE.finditer(body)]
     return InductorCode(source=text, kernels=kernels, kernel_defs=defs, extern_calls=extern,
                         fallback_calls=fallback, buffers=buffers, reused=reused, in_place=in_place,
-                        graphs=len(modules), device=device)
+                        gemm_templates=[k for k in kernels if k in templates], graphs=len(modules), device=device)
 
 
 def inductor_code(fn: Callable, *args: Any, mode: str | None = None, dynamic: bool | None = None,

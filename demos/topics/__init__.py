@@ -8,7 +8,7 @@ from __future__ import annotations
 PARTS: dict[int, tuple[str, ...]] = {
     1: ("eager", "firstcall"),
     2: ("fusion", "reuse"),
-    3: ("roofline", "precision"),
+    3: ("roofline", "precision", "autotune"),
     4: ("internals", "collectives"),
     5: ("recompilation", "numerics"),
     6: ("model",),
