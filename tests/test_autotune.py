@@ -84,6 +84,7 @@ def measured():
     return measured_here(topic.gemms.key) or topic.gemms.run()
 
 
+@pytest.mark.slow  # a compile with caches off and its autotuning: 10–20 s on 2 cores
 def test_autotuning_is_recorded_with_its_candidates_and_its_seconds(measured):
     rows = measured["rows"]
     tuned = rows["max-autotune"]["autotuned"]
