@@ -9,7 +9,7 @@
                        the selector's call timed (the seconds autotuning took).
 ``cold_frozen()``      compiling with Inductor's caches off (every compile, and every autotuning,
                        really runs) and parameters frozen into constants (``freezing``: what
-                       Inductor's CPU GEMM templates need to pack the weights), its stderr report kept.
+                       Inductor's CPU GEMM templates need to pack the weights), its stderr report kept off the slide.
 ``InductorBackend``    a ``torch.compile`` backend that runs Inductor (``compile_fx``) and counts the
                        graphs Dynamo hands it, times Inductor's share of each compile, and can see
                        each graph AOTAutograd passes on (forward, backward) with its generated code.

@@ -35,14 +35,13 @@ from demos.engine.errors import one_line
 from demos.engine.measurement import Run
 from demos.engine.peaks import first_call_once, oom_is_one_line
 from demos.engine.workloads import get, prepare
-from demos.topics.precision_figures import figure_lever
+# the four precisions in the slide's order, and the two forms of each
+from demos.topics.precision_figures import FORMS, LABELS as ROWS, figure_lever
 
 # The seed's sizes on a GPU (B, S, D, H = 256, 1024, 512, 2048); a CPU's a hundredth of the tokens
 SIZES = {"cpu": {"S": 128, "D": 256, "H": 1024}, "gpu": {"S": 1024, "D": 512, "H": 2048}}
 BATCHES = {"cpu": (2, 8, 32), "gpu": (16, 64, 256)}
 DEFAULT_BATCH = {"cpu": 8, "gpu": 256}
-ROWS = {"float32": "float32", "tf32": "TF32 matmuls", "autocast": "autocast → bfloat16", "bfloat16": "bfloat16"}
-FORMS = ("torch_eager", "torch_compile")
 REFERENCE_TOKENS = 64  # the float64 reference evaluates the first tokens: the block treats each token alone
 
 
@@ -75,8 +74,8 @@ def why_not(row: str, device: str) -> str | None:
     return None
 
 
-def forms_of(run: Run, row: str, args32: tuple, device: str) -> tuple[tuple[Callable, Callable], tuple]:
-    """(eager, compiled) zero-argument calls of one precision, and its inputs."""
+def forms_of(run: Run, row: str, args32: tuple, device: str) -> tuple[Callable, Callable]:
+    """(eager, compiled) zero-argument calls of one precision on the float32 inputs ``args32``."""
     torch = require_torch()
     block = get("mlp_block").torch_fn
     args = tuple(a.to(torch.bfloat16) for a in args32) if row == "bfloat16" else args32
@@ -90,7 +89,7 @@ def forms_of(run: Run, row: str, args32: tuple, device: str) -> tuple[tuple[Call
                 return f(*args)
         return one
 
-    return (call(fn), call(compiled)), args
+    return call(fn), call(compiled)
 
 
 def _reference(args32: tuple):
@@ -127,7 +126,7 @@ def measure_lever(run: Run, batch: int | None = None, budget_s: float = 0.1) -> 
                 continue
             run.progress(0.05 + 0.6 * i / len(ROWS), f"{label}: eager, then torch.compile (its first call compiles)…")
             rows[row] = {}
-            (eager, compiled), _ = forms_of(run, row, prep.args, device)
+            eager, compiled = forms_of(run, row, prep.args, device)
             for form, fn in zip(FORMS, (eager, compiled)):
                 key = f"{row}|{form}"
                 try:  # a form this device cannot run (no C++ compiler, an op the backend lacks) is its one line
@@ -140,7 +139,8 @@ def measure_lever(run: Run, batch: int | None = None, budget_s: float = 0.1) -> 
                 rows[row][form] = {"distance": distance(out, ref), "out_dtype": str(out.dtype).replace("torch.", "")}
                 forms[key] = (fn, prep.sync)
         run.progress(0.7, f"timing {len(forms)} forms in turn…")
-        timings = run.time_forms(forms, warmup=0, budget_s=budget_s * len(forms), min_samples=5, max_samples=200)
+        timings = run.time_forms(forms, warmup=0, budget_s=budget_s * len(forms), min_samples=5,
+                                 max_samples=200) if forms else {}
     for key, t in timings.items():
         row, form = key.split("|")
         rows[row][form] = {**t.to_dict(first_s=firsts[key]), **rows[row][form]}
