@@ -77,3 +77,52 @@ def test_a_failing_partition_is_one_line():
     assert "\n" not in one_line(err.value)  # a batch of 3 cannot be split over 2 devices
     with pytest.raises(DemoError, match="devices"):
         topic.sharding.run({"devices": 3})
+
+
+# torch's side: rank 0's generated call() for the FSDP-like split, as Inductor wrote it here
+# (torch 2.13.0+cpu, gloo, 2 ranks), with one matmul moved between a gather and its wait by hand
+FSDP_CALL = """arg0_1, arg1_1, arg2_1 = args
+buf0 = torch.ops._c10d_functional.all_gather_into_tensor.default(arg0_1, 2, '0')
+# Topologically Sorted Source Nodes: [res], Original ATen: [_c10d_functional.wait_tensor]
+torch.ops._c10d_functional.wait_tensor.default(buf0)
+buf4 = empty_strided_cpu((256, 1024), (1024, 1), torch.float32)
+extern_kernels.mm(arg2_1, buf0, out=buf4)
+buf7 = buf4; del buf4  # reuse
+buf1 = torch.ops._c10d_functional.all_gather_into_tensor.default(arg1_1, 2, '0')
+cpp_fused_relu_0(buf7)
+torch.ops._c10d_functional.wait_tensor.default(buf1)
+buf8 = empty_strided_cpu((256, 512), (512, 1), torch.float32)
+extern_kernels.mm(buf7, buf1, out=buf8)
+torch.ops._c10d_functional.all_reduce_.default(buf8, 'sum', '0')
+return (buf8, )
+"""
+
+
+def test_functional_collectives_are_read_from_generated_code_with_their_waits():
+    from demos.introspection.traced_collectives import functional_collectives
+
+    found = functional_collectives(FSDP_CALL)
+    assert [(c["op"], c["buffer"], c["result"], c["in_place"], c["waited"], c["between"]) for c in found] == [
+        ("all_gather_into_tensor", "arg0_1", "buf0", False, True, 0),
+        ("all_gather_into_tensor", "arg1_1", "buf1", False, True, 1),  # the relu kernel ran while it travelled
+        ("all_reduce_", "buf8", "buf8", True, False, 0)]  # never waited on: said so
+    assert functional_collectives("buf0 = empty_strided_cpu((4,), (1,), torch.float32)\n") == []
+
+
+def test_ranks_that_cannot_split_the_chain_are_one_line():
+    from demos.introspection.traced_collectives import traced
+
+    with pytest.raises(DemoError) as e:
+        traced({"ranks": 3, "batch": 8, "width": 512, "hidden": 1024})
+    assert "\n" not in str(e.value) and "divide" in str(e.value)
+
+
+@pytest.mark.slow  # two ranks, each compiling both splits: ~10 s
+def test_torch_keeps_the_collectives_you_write_in_its_graph():
+    from test_ordering import measured_here
+
+    d = measured_here(topic.traced.key) or topic.traced.run()
+    claims = topic.traced.check_claims(d)
+    assert len(claims) == 5 and all(claims.values()), claims
+    assert [c["op"] for c in d["splits"]["megatron"]["collectives"]] == ["all_reduce_"]
+    assert topic.traced.ask.answer(d)[0] == 1  # one graph

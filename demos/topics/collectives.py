@@ -24,7 +24,8 @@ from demos.deck.claims import Claim, Claims
 from demos.deck.demo import Choice, Configs, Demo
 from demos.engine.measurement import Run
 from demos.introspection.sharding import SHARDINGS, run_partitioned
-from demos.topics.collectives_figures import figure_sharding
+from demos.introspection.traced_collectives import run_traced
+from demos.topics.collectives_figures import figure_sharding, figure_traced
 
 SIZES = {"batch": 256, "width": 512, "hidden": 1024}  # x [batch, width] @ w1 [width, hidden] → relu → @ w2
 STEPS = (("forward", "forward"), ("training step", "training"))
@@ -118,4 +119,61 @@ sharding = Demo(
     ask=asks.count("Tensor parallel (Megatron): w1 split by columns, w2 by rows, over 4 devices. How many "
                    "collectives does XLA insert in the forward?", sharding_claims["megatron"], (0, 2, 4),
                    noun="collective", read=_on_forward(_megatron)),
+)
+
+
+# =======================================================================================
+# torch's side: the collectives you write, traced into the graph
+# =======================================================================================
+RANKS = 2  # one process per rank; this machine's cores are the floor
+
+
+def measure_traced(run: Run) -> dict[str, Any]:
+    """The chain split two ways with functional collectives, compiled on every rank (gloo, one
+    process each): rank 0's generated code and the collectives in it."""
+    run.progress(0.1, f"{RANKS} ranks (one process each, gloo); torch.compile on every rank…")
+    d = run_traced({"ranks": RANKS, **SIZES})
+    d.update(device="cpu", extra=f"x {SIZES['batch']}×{SIZES['width']}, hidden {SIZES['hidden']}, float32; "
+                                 f"{RANKS} ranks on this machine's CPU (gloo)")
+    return d
+
+
+def _ops(d: dict, split: str) -> list[str]:
+    return [c["op"] for c in d["splits"][split]["collectives"]]
+
+
+def _reduces_gemm_output(d: dict) -> int | None:
+    """All-reduces in the Megatron split, when each writes over the second matmul's output."""
+    split = d["splits"]["megatron"]
+    outs = [ln.split("out=")[-1].rstrip(")") for ln in split["code"] if "extern_kernels.mm(" in ln]
+    found = split["collectives"]
+    ok = outs and all(c["op"] == "all_reduce_" and c["in_place"] and c["buffer"] == outs[-1] for c in found)
+    return len(found) if ok else None
+
+
+traced_claims = Claims(
+    Claim("torch, Megatron split: {threshold} all_reduce, in place on the second matmul's output",
+          _reduces_gemm_output, "==", 1, key="megatron"),
+    Claim("torch, FSDP-like: {threshold} all_gathers, one per weight",
+          lambda d: _ops(d, "fsdp").count("all_gather_into_tensor"), "==", 2, key="fsdp"),
+    Claim("the collectives stay in the graph: {0} graph per split, no break",
+          lambda d: (max(s["graphs"] for s in d["splits"].values()),), "==", (1,), key="graphs"),
+    Claim("each wait follows its collective at once: {threshold} launches between (no overlap by default)",
+          lambda d: max(c["between"] for s in d["splits"].values() for c in s["collectives"]), "==", 0,
+          key="waits"),
+    Claim("every rank's compiled output agrees with the unsharded chain: max rel diff under {threshold:g}",
+          lambda d: max(s["max_rel"] for s in d["splits"].values()), "<", 1e-5, key="agree"),
+)
+
+
+traced = Demo(
+    "traced", "torch: collectives you write, traced into the graph",
+    controls=[], measure=measure_traced, figure=figure_traced, pacing="warmed",
+    measured_in="worker",  # the ranks measure in processes of their own
+    claims=traced_claims,
+    ask=asks.among("torch.compile meets fc.all_reduce(y, 'sum', group) inside the function. What does it do?",
+                   ("a graph break: the collective runs eagerly between two graphs",
+                    "one graph: the collective is an op in it, run by the generated code",
+                    "an error: collectives cannot be compiled"),
+                   lambda d: 1 if d["splits"]["megatron"]["graphs"] == 1 else 0),
 )

@@ -84,3 +84,35 @@ def figure_sharding(data: dict[str, Any], reference: dict | None = None):
     tx.set_title("one call, on the host's cores" if data.get("simulated") else "one call", fontsize=12)
     plots.stamp_figure(fig, data, reference)
     return fig
+
+
+_TRACED_TITLES = {"megatron": "Megatron: w1 by columns, w2 by rows", "fsdp": "FSDP-like: weights by rows, gathered"}
+
+
+def _collectives_said(found: list[dict]) -> str:
+    if not found:
+        return "no collectives"
+    counts: dict[str, int] = {}
+    for c in found:
+        counts[c["op"]] = counts.get(c["op"], 0) + 1
+    waits = "each waited at once" if all(c["waited"] and not c["between"] for c in found) else \
+        ", ".join(f"{c['between']} launches before its wait" for c in found)
+    return " · ".join(f"{n} {op}" for op, n in counts.items()) + f" · {waits}"
+
+
+def figure_traced(data: dict[str, Any], reference: dict | None = None):
+    """Rank 0's generated ``call`` for each split, its collectives highlighted."""
+    fig, _ = plots.figure(size=(plots.SLIDE_SIZE[0], 4.3))
+    fig.axes[0].axis("off")
+    for i, (name, split) in enumerate(data["splits"].items()):
+        x0 = 0.01 + 0.5 * i
+        lines = [ln.replace("torch.ops._c10d_functional.", "c10d.").replace(".default(", "(") for ln in split["code"]]
+        mark = {j for j, ln in enumerate(lines) if "c10d." in ln}
+        fig.text(x0, 0.97, _TRACED_TITLES.get(name, name), fontsize=13.5, va="top", weight="bold")
+        fig.text(x0, 0.89, f"{split['graphs']} graph · {_collectives_said(split['collectives'])}", fontsize=11.5,
+                 va="top", color="#333333")
+        plots.draw_code(fig, x0, 0.81, 0.48, 0.62, lines, fontsize=10.5, mark=mark)
+    fig.text(0.99, 0.16, "c10d. = torch.ops._c10d_functional.  ·  rank 0's generated call()", ha="right",
+             fontsize=11, color="#555555")
+    plots.stamp_figure(fig, data, reference)
+    return fig
