@@ -261,6 +261,22 @@ def fresh_json(module: str, arg: str, env: dict[str, str], timeout: float, *, sl
     return json.loads(lines[-1])
 
 
+def json_child(module: str, argv: list[str], measure: Callable[[dict[str, Any]], dict[str, Any]]) -> int:
+    """The other end of :func:`fresh_json`, a module's ``__main__``: ``measure`` the JSON spec in
+    ``argv`` and print its result as one JSON line; a DemoError is one line on stderr (exit 1)."""
+    if len(argv) != 1:
+        print(f"usage: python -m {module} SPEC  (SPEC: JSON, see the module docstring)", file=sys.stderr)
+        return 2
+    try:
+        out = measure(json.loads(argv[0]))
+    except DemoError as exc:
+        print(str(exc), file=sys.stderr)
+        return 1
+    sys.stdout.write(json.dumps(out) + "\n")
+    sys.stdout.flush()
+    return 0
+
+
 # =======================================================================================
 # The child
 # =======================================================================================

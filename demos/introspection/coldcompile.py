@@ -175,15 +175,7 @@ def cold_then_warm(spec: dict[str, Any], say: Callable[[float, str], None] | Non
     return cold, warm
 
 
-def main(argv: list[str]) -> int:
-    if len(argv) != 1:
-        print("usage: python -m demos.introspection.coldcompile SPEC  (SPEC: JSON, see the module docstring)",
-              file=sys.stderr)
-        return 2
-    sys.stdout.write(json.dumps(measure(json.loads(argv[0]))) + "\n")
-    sys.stdout.flush()
-    return 0
-
-
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    from demos.engine.worker import json_child
+
+    sys.exit(json_child("demos.introspection.coldcompile", sys.argv[1:], measure))

@@ -135,20 +135,7 @@ def run_traced(spec: dict[str, Any], timeout: float = 300) -> dict[str, Any]:
                       failed="the ranks' process failed")
 
 
-def main(argv: list[str]) -> int:
-    if len(argv) != 1:
-        print("usage: python -m demos.introspection.traced_collectives SPEC  (JSON, see the module docstring)",
-              file=sys.stderr)
-        return 2
-    try:
-        out = traced(json.loads(argv[0]))
-    except DemoError as exc:
-        print(str(exc), file=sys.stderr)
-        return 1
-    sys.stdout.write(json.dumps(out) + "\n")
-    sys.stdout.flush()
-    return 0
-
-
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    from demos.engine.worker import json_child
+
+    sys.exit(json_child("demos.introspection.traced_collectives", sys.argv[1:], traced))
