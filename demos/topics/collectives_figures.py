@@ -4,6 +4,7 @@ words beside them) and the time
 one call took on the (simulated) devices."""
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any
 
 from demos.engine import plots
@@ -23,13 +24,16 @@ def _mib(nbytes: float) -> float:
     return nbytes / 2**20
 
 
+def _counted(found: list[dict], key: str) -> dict[str, int]:
+    """How many of each ``found[i][key]``, in order of first appearance."""
+    return dict(Counter(c[key] for c in found))
+
+
 def _said(found: list[dict]) -> str:
     """'1 all-reduce (2 values) · 2 all-gathers', in program order of first appearance."""
     if not found:
         return "none"
-    counts: dict[str, int] = {}
-    for c in found:
-        counts[c["kind"]] = counts.get(c["kind"], 0) + 1
+    counts = _counted(found, "kind")
     parts = []
     for kind, n in counts.items():
         combined = kind == "all-reduce" and any(c["kind"] == kind and c["values"] > 1 for c in found)
@@ -92,9 +96,7 @@ _TRACED_TITLES = {"megatron": "Megatron: w1 by columns, w2 by rows", "fsdp": "FS
 def _collectives_said(found: list[dict]) -> str:
     if not found:
         return "no collectives"
-    counts: dict[str, int] = {}
-    for c in found:
-        counts[c["op"]] = counts.get(c["op"], 0) + 1
+    counts = _counted(found, "op")
     waits = "each waited at once" if all(c["waited"] and not c["between"] for c in found) else \
         ", ".join(f"{c['between']} launches before its wait" for c in found)
     return " · ".join(f"{n} {op}" for op, n in counts.items()) + f" · {waits}"
