@@ -206,6 +206,7 @@ def timeline_from_trace(trace: dict[str, Any], *, label: str = "", device: str |
             "ops": len(work_ops),
             "kernels": len(kernels),
             "launches": len(launches),
+            "graph_launches": sum(e.name.lower().replace("_", "") == "cudagraphlaunch" for e in launches),
             "host_events": len(host_lane),
             "memcpy": memcpy,
             "linked": len(links),

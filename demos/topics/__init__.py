@@ -11,7 +11,7 @@ PARTS: dict[int, tuple[str, ...]] = {
     3: ("roofline", "precision", "autotune"),
     4: ("internals", "collectives"),
     5: ("recompilation", "numerics"),
-    6: ("model",),
+    6: ("model", "graphs"),
     7: ("yourfn",),
 }
 
