@@ -25,11 +25,10 @@ from typing import Any
 from demos.deck import asks
 from demos.deck.claims import Claim, Claims
 from demos.deck.demo import Configs, Demo
-from demos.engine.devices import require_torch, torch_device
+from demos.engine.devices import jax_or_none, require_torch, torch_device
 from demos.engine.measurement import Run
 from demos.engine.peaks import oom_is_one_line
 from demos.engine.workloads import get, prepare
-from demos.engine.devices import jax_or_none
 from demos.introspection.codegen import workload_xla_code
 from demos.introspection.hooks import autotuned, cold_frozen, output_code
 from demos.introspection.inductor import MATMUL_EXTERNS, parse_inductor
