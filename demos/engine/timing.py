@@ -64,6 +64,13 @@ def fmt_seconds(s: float | None) -> str:
     return f"{s:.2f} s"
 
 
+def break_even(compile_s: float, eager_s: float, compiled_s: float) -> float:
+    """Calls (or steps) until a compile's seconds are repaid by the measured gain per call over
+    eager (inf: never, where compiled is no faster)."""
+    gain = eager_s - compiled_s
+    return math.inf if gain <= 0 else compile_s / gain
+
+
 def quantile(xs: list[float], q: float) -> float:
     xs = sorted(xs)
     if not xs:

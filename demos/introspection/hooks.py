@@ -10,6 +10,9 @@
 ``cold_frozen()``      compiling with Inductor's caches off (every compile, and every autotuning,
                        really runs) and parameters frozen into constants (``freezing``: what
                        Inductor's CPU GEMM templates need to pack the weights), its stderr report kept off the slide.
+``cache_folder()``     compiling with one folder as Inductor's cache and none of its in-memory
+                       caches: emptied first (every kernel built, as on a new machine), or as the
+                       last compile there left it (what a second run pays).
 ``InductorBackend``    a ``torch.compile`` backend that runs Inductor (``compile_fx``) and counts the
                        graphs Dynamo hands it, times Inductor's share of each compile, and can see
                        each graph AOTAutograd passes on (forward, backward) with its generated code.
@@ -20,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import time
+from pathlib import Path
 from typing import Any, Callable, Iterator
 
 
@@ -97,6 +101,30 @@ def cold_frozen() -> Iterator[None]:
     with config.patch(freezing=True, force_disable_caches=True), warnings.catch_warnings(), \
             contextlib.redirect_stderr(io.StringIO()):
         warnings.simplefilter("ignore")
+        yield
+
+
+@contextlib.contextmanager
+def cache_folder(folder: Path, empty: bool) -> Iterator[None]:
+    """Compiles in the block keep their caches in ``folder`` (Inductor's FX graph cache,
+    AOTAutograd's cache, built kernels; Triton's cache inside it unless TRITON_CACHE_DIR is set),
+    with both graph caches on and Inductor's in-memory caches cleared on entry and exit
+    (``torch._inductor.runtime.cache_dir_utils.temporary_cache_dir``): nothing compiled before the
+    block answers inside it. ``empty``: the folder is emptied first, so every graph is compiled and
+    every kernel built, as on a new machine; otherwise what the folder holds answers, as in a
+    second run of a script. The folder keeps what the block filled; what was compiled before the
+    block keeps running."""
+    import shutil
+
+    from torch._functorch import config as functorch_config
+    from torch._inductor import config
+    from torch._inductor.runtime.cache_dir_utils import temporary_cache_dir
+
+    if empty:
+        shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True, exist_ok=True)
+    with temporary_cache_dir(str(folder)), config.patch(fx_graph_cache=True), \
+            functorch_config.patch(enable_autograd_cache=True):
         yield
 
 

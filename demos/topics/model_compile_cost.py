@@ -1,18 +1,29 @@
 """Part 6's compile-cost instruments: a fresh model's first training step compiled whole or
 block by block (regional), a shape-varying loop of one compiled block under a
-``torch.compiler.set_stance``, and Dynamo's graph counter they read; which of the two compiles faster, as the slide's question
-bins it.
+``torch.compiler.set_stance``, each from the caches the slide names (``compile_caches``: empty, or
+warm in .cache/), and Dynamo's graph counter they read; which of the two compiles faster, as the
+slide's question bins it.
 :mod:`demos.topics.model` measures ``compile_cost()`` with them.
 """
 from __future__ import annotations
 
+import contextlib
+import tempfile
 import time
-from typing import Any
+from pathlib import Path
+from typing import Any, Iterator
 
 from demos.engine import model_zoo as zoo
-from demos.engine.devices import require_torch
+from demos.engine.devices import require_torch, torch_device
 from demos.engine.errors import one_line
+from demos.engine.env import CACHE_ROOT, cache_problem
 from demos.engine.measurement import Run
+from demos.introspection.hooks import cache_folder
+from demos.topics.model_figures import STANCES
+
+# The slide's cache states, by the value the records carry: "bypassed" compiles from an empty cache
+# folder, "warm" from the one the last empty run filled
+CACHES = {"bypassed": "empty", "warm": "warm"}
 
 
 def unique_graphs() -> int:
@@ -20,6 +31,31 @@ def unique_graphs() -> int:
     from torch._dynamo.utils import counters
 
     return int(counters["stats"]["unique_graphs"])
+
+
+def cache_of(cfg: zoo.Config, form: str) -> Path:
+    """The cache folder of one form at one size: each form has its own, so no form reuses a kernel
+    another built (in the project's .cache/, or the system's temporary folder where that cannot
+    be written)."""
+    root = CACHE_ROOT if cache_problem() is None else Path(tempfile.gettempdir()) / "jitdeck"
+    size = f"{torch_device()}-{cfg.layers}x{cfg.width}-{cfg.batch}x{cfg.seq}-{cfg.dtype}"
+    return root / "compile-cost" / size / form
+
+
+def filled(cfg: zoo.Config, form: str) -> bool:
+    """Whether an earlier run left anything in the form's cache folder."""
+    folder = cache_of(cfg, form)
+    return folder.is_dir() and any(p.is_file() for p in folder.rglob("*"))
+
+
+@contextlib.contextmanager
+def compile_caches(caches: str, cfg: zoo.Config, form: str) -> Iterator[None]:
+    """The caches a form compiles from (:func:`demos.introspection.hooks.cache_folder`).
+    "bypassed": its folder emptied, so it compiles every graph and builds every kernel, as on a new
+    machine, whatever ran before it; "warm": its folder as the last run left it, as in a second
+    run of a script."""
+    with cache_folder(cache_of(cfg, form), empty=caches == "bypassed"):
+        yield
 
 
 def warm_compiler(run: Run) -> None:
@@ -42,23 +78,28 @@ def first_step(run: Run, cfg: zoo.Config, how: str, caches: str) -> tuple[Any, d
         for blk in model.layers:
             blk.compile(dynamic=False)
         stepped = model
-    on = caches == "warm"
     g0 = unique_graphs()
-    with torch._inductor.config.patch(fx_graph_cache=on), torch._functorch.config.patch(enable_autograd_cache=on):
+    with compile_caches(caches, cfg, how):
         first, _ = run.first_call(lambda: zoo.train_step(stepped, opt, x, t))
     return (lambda: zoo.train_step(stepped, opt, x, t)), {"first_s": first, "graphs": unique_graphs() - g0}
 
 
-def stance_loop(cfg: zoo.Config, stance: str) -> dict[str, Any]:
-    """One compiled block (dynamic=False) called at several sequence lengths: the first call
-    compiles under the default stance, the rest run under ``stance``."""
+def stance_config(cfg: zoo.Config) -> zoo.Config:
+    """The stance loop's model: one block of the stack."""
+    return zoo.Config(1, cfg.width, cfg.heads, cfg.batch, cfg.seq, cfg.dtype)
+
+
+def stance_loop(cfg: zoo.Config, stance: str, caches: str = "bypassed") -> dict[str, Any]:
+    """One compiled block (dynamic=False) called at several sequence lengths, from ``caches``
+    (each stance's loop from the same state): the first call compiles under the default stance,
+    the rest run under ``stance``."""
     torch = require_torch()
-    one = zoo.Config(1, cfg.width, cfg.heads, cfg.batch, cfg.seq, cfg.dtype)
+    one = stance_config(cfg)
     cm = torch.compile(zoo.torch_model(one), dynamic=False)
     seqs = [cfg.seq * k // 4 for k in (4, 2, 3, 5, 6, 8)]
     g0, calls, error = unique_graphs(), 0, None
-    t0 = time.perf_counter()
-    with torch.no_grad():
+    with torch.no_grad(), compile_caches(caches, one, f"stance-{stance}"):
+        t0 = time.perf_counter()
         cm(zoo.torch_data(one, seq=seqs[0])[0])
         calls += 1
         with torch.compiler.set_stance(stance):
@@ -71,6 +112,19 @@ def stance_loop(cfg: zoo.Config, stance: str) -> dict[str, Any]:
                     break
     return {"compiles": unique_graphs() - g0, "calls": calls, "shapes": len(seqs), "seconds": time.perf_counter() - t0,
             "error": error, "seqs": seqs}
+
+
+def fill_caches(run: Run, cfg: zoo.Config, caches: str) -> None:
+    """A warm cache is one an empty run filled: for a "warm" run, each form's folder that no run
+    has filled yet is filled now, by an empty run not timed."""
+    if caches != "warm":
+        return
+    for how in [h for h in ("regional", "whole") if not filled(cfg, h)]:
+        run.progress(0.04, f"{how}: no earlier run filled its cache; filling it first…")
+        first_step(run, cfg, how, "bypassed")
+    for stance in [s for s in STANCES if not filled(stance_config(cfg), f"stance-{s}")]:
+        run.progress(0.04, f"stance {stance!r}: filling its cache first…")
+        stance_loop(cfg, stance, "bypassed")
 
 
 def faster_compile(d: dict[str, Any]) -> int:

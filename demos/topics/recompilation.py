@@ -29,7 +29,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import html
-import math
 import statistics
 from typing import Any, Callable, Sequence
 
@@ -40,6 +39,7 @@ from demos.engine import plots
 from demos.introspection import coldcompile
 from demos.engine.errors import DemoError, one_line
 from demos.engine.measurement import Run
+from demos.engine.timing import break_even
 from demos.introspection import dynamo
 from demos.topics.recompilation_figures import (MODE_SHORT, _fmt_calls, figure_compile_latency,  # noqa: F401
                                                 figure_modes, figure_timeline, summarize)
@@ -53,13 +53,6 @@ from demos.topics.recompilation_session import (DISTINCT, MODES, Event, Session,
 # ---------------------------------------------------------------------------------------
 LATENCY_WORKLOADS = ("complex_activation", "chain", "mlp_block")
 
-
-def break_even(compile_s: float, eager_s: float, compiled_s: float) -> float:
-    """Calls until the compile time is repaid at the measured speedup (inf: never)."""
-    gain = eager_s - compiled_s
-    if gain <= 0:
-        return math.inf
-    return compile_s / gain
 
 
 def measure_compile_latency(run: Run, workload: str = "complex_activation", backends: tuple[str, ...] | None = None,
