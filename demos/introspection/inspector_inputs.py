@@ -11,6 +11,8 @@ Inputs: :func:`parse_shape` reads ``"1024x1024"``, :func:`positional_count` how 
 function takes, :func:`check_fits` refuses sizes whose copies would not fit before anything is
 allocated, :func:`torch_inputs` makes seeded random tensors and :func:`jax_inputs` the same values
 as JAX arrays. ``DTYPES`` are the dtypes offered, ``BUDGET_S`` the default timing budget per form.
+
+Both halves time your function uncompiled against compiled the same way: :func:`time_against`.
 """
 from __future__ import annotations
 
@@ -23,6 +25,8 @@ from typing import Any, Callable, Sequence
 
 from demos.engine.devices import require_jax, require_torch, torch_device
 from demos.engine.errors import DemoError, one_line
+from demos.engine.protocol import declared_state
+from demos.engine.timing import measure_interleaved
 
 SOURCE_NAME = "<your code>"
 DTYPES = ("float32", "float64", "bfloat16", "float16")
@@ -194,3 +198,19 @@ def jax_inputs(torch_xs: list) -> list:
         out.append(jax.device_put(jnp.asarray(arr, dtype=str(x.dtype).replace("torch.", ""))))
     return out
 
+
+
+def time_against(out: dict[str, Any], uncompiled: tuple[str, Callable[[], Any]],
+                 compiled: tuple[str, Callable[[], Any]], sync: Callable[[Any], None],
+                 budget_s: float) -> tuple[float, float]:
+    """Your function uncompiled against compiled, taking turns, from the declared state: each
+    form's timing under its key in ``out``, with the conditions and the speedup. Returns the two
+    medians (seconds per call)."""
+    with declared_state() as cond:
+        times = measure_interleaved({k: (fn, sync) for k, fn in (uncompiled, compiled)}, budget_s=budget_s)
+    out["conditions"] = cond.stamp()
+    for key, _fn in (uncompiled, compiled):
+        out[key] = times[key].to_dict()
+    e, c = times[uncompiled[0]].median, times[compiled[0]].median
+    out["speedup"] = e / c if c > 0 else None
+    return e, c

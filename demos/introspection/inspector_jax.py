@@ -16,10 +16,10 @@ from typing import Any, Callable
 
 from demos.engine.devices import require_jax
 from demos.engine.errors import one_line
-from demos.engine.protocol import declared_state, fresh_function
-from demos.engine.timing import measure_interleaved, sync_jax
+from demos.engine.protocol import fresh_function
+from demos.engine.timing import sync_jax
 from demos.introspection import codegen, dynamo
-from demos.introspection.inspector_inputs import BUDGET_S, user_error
+from demos.introspection.inspector_inputs import BUDGET_S, time_against, user_error
 
 
 def inspect_jax(fn: Callable, xs: list, budget_s: float = BUDGET_S) -> dict[str, Any]:
@@ -50,13 +50,7 @@ def inspect_jax(fn: Callable, xs: list, budget_s: float = BUDGET_S) -> dict[str,
                jaxpr=code.jaxpr.splitlines()[:30])
     jitted = jax.jit(f)
     sync = sync_jax()
-    with declared_state() as cond:
-        times = measure_interleaved({"op-by-op": (lambda: fn(*xs), sync), "jit": (lambda: jitted(*xs), sync)},
-                                    budget_s=budget_s)
-    out["conditions"] = cond.stamp()
-    out["op_by_op"], out["jit"] = times["op-by-op"].to_dict(), times["jit"].to_dict()
-    e, c = times["op-by-op"].median, times["jit"].median
-    out["speedup"] = e / c if c > 0 else None
+    time_against(out, ("op_by_op", lambda: fn(*xs)), ("jit", lambda: jitted(*xs)), sync, budget_s)
     return out
 
 

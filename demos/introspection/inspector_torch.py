@@ -28,11 +28,11 @@ from demos.engine.devices import require_torch, torch_device
 from demos.engine.errors import DemoError
 from demos.engine.model_zoo import dispatched_ops
 from demos.engine.measurement import quiet
-from demos.engine.protocol import declared_state, fresh_function
-from demos.engine.timing import first_call, measure_interleaved, sync_torch
+from demos.engine.protocol import fresh_function
+from demos.engine.timing import first_call, sync_torch
 from demos.introspection import codegen, dynamo
 from demos.introspection.hooks import output_code
-from demos.introspection.inspector_inputs import BUDGET_S, EAGER_STAGE, user_error
+from demos.introspection.inspector_inputs import BUDGET_S, EAGER_STAGE, time_against, user_error
 from demos.introspection.inspector_jax import jax_sweep
 from demos.introspection.trace import BOOKKEEPING_OPS
 
@@ -180,13 +180,7 @@ def inspect_torch(fn: Callable, xs: list, budget_s: float = BUDGET_S, progress=N
         out["numerics"] = _numerics(eager_ts, compiled_ts, source)
         progress(0.55, "timing eager and compiled, interleaved")
         a, b = _clone(xs), _clone(xs)
-        with declared_state() as cond:
-            times = measure_interleaved({"eager": (lambda: fn(*a), sync), "compiled": (lambda: compiled(*b), sync)},
-                                        budget_s=budget_s)
-    out["conditions"] = cond.stamp()
-    out["eager"], out["compiled"] = times["eager"].to_dict(), times["compiled"].to_dict()
-    e, c = times["eager"].median, times["compiled"].median
-    out["speedup"] = e / c if c > 0 else None
+        e, c = time_against(out, ("eager", lambda: fn(*a)), ("compiled", lambda: compiled(*b)), sync, budget_s)
     out["pays_after"] = math.ceil(secs / (e - c)) if e > c else None
     return out
 

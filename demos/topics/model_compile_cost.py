@@ -14,13 +14,16 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from demos.engine import model_zoo as zoo
-from demos.engine.devices import require_torch, torch_device
+from demos.engine.devices import device_kind, require_torch, torch_device
 from demos.engine.errors import one_line
 from demos.engine.env import CACHE_ROOT, cache_problem
 from demos.engine.measurement import Run
 from demos.introspection.hooks import cache_folder
 from demos.topics.model_figures import STANCES
 
+# The stance loop's sequence lengths, in quarters of the slide's: from empty caches each length
+# builds a block's kernels again (about 8 s of g++ for 3 lengths on a 2-core CPU), so 3 on a CPU
+STANCE_LENGTHS = {"cpu": (4, 2, 8), "gpu": (4, 2, 3, 5, 6, 8)}
 # The slide's cache states, by the value the records carry: "bypassed" compiles from an empty cache
 # folder, "warm" from the one the last empty run filled
 CACHES = {"bypassed": "empty", "warm": "warm"}
@@ -96,7 +99,7 @@ def stance_loop(cfg: zoo.Config, stance: str, caches: str = "bypassed") -> dict[
     torch = require_torch()
     one = stance_config(cfg)
     cm = torch.compile(zoo.torch_model(one), dynamic=False)
-    seqs = [cfg.seq * k // 4 for k in (4, 2, 3, 5, 6, 8)]
+    seqs = [cfg.seq * k // 4 for k in STANCE_LENGTHS[device_kind()]]
     g0, calls, error = unique_graphs(), 0, None
     with torch.no_grad(), compile_caches(caches, one, f"stance-{stance}"):
         t0 = time.perf_counter()
