@@ -22,7 +22,7 @@ from demos.introspection.hooks import cache_folder
 from demos.topics.model_figures import STANCES
 
 # The stance loop's sequence lengths, in quarters of the slide's: from empty caches each length
-# builds a block's kernels again (about 8 s of g++ for 3 lengths on a 2-core CPU), so 3 on a CPU
+# builds a block's kernels again (about 3 s each on a 2-core CPU), so 3 on a CPU
 STANCE_LENGTHS = {"cpu": (4, 2, 8), "gpu": (4, 2, 3, 5, 6, 8)}
 # The slide's cache states, by the value the records carry: "bypassed" compiles from an empty cache
 # folder, "warm" from the one the last empty run filled
