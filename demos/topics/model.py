@@ -25,7 +25,6 @@ runs on are shared, and OpenMP threads fighting for two cores make small ops err
 from __future__ import annotations
 
 import contextlib
-import math
 from typing import Any, Callable
 
 from demos.deck import asks
