@@ -199,7 +199,6 @@ def jax_inputs(torch_xs: list) -> list:
     return out
 
 
-
 def time_against(out: dict[str, Any], uncompiled: tuple[str, Callable[[], Any]],
                  compiled: tuple[str, Callable[[], Any]], sync: Callable[[Any], None],
                  budget_s: float) -> tuple[float, float]:

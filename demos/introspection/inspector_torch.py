@@ -29,7 +29,7 @@ from demos.engine.errors import DemoError
 from demos.engine.model_zoo import dispatched_ops
 from demos.engine.measurement import quiet
 from demos.engine.protocol import fresh_function
-from demos.engine.timing import first_call, sync_torch
+from demos.engine.timing import break_even, first_call, sync_torch
 from demos.introspection import codegen, dynamo
 from demos.introspection.hooks import output_code
 from demos.introspection.inspector_inputs import BUDGET_S, EAGER_STAGE, time_against, user_error
@@ -181,7 +181,8 @@ def inspect_torch(fn: Callable, xs: list, budget_s: float = BUDGET_S, progress=N
         progress(0.55, "timing eager and compiled, interleaved")
         a, b = _clone(xs), _clone(xs)
         e, c = time_against(out, ("eager", lambda: fn(*a)), ("compiled", lambda: compiled(*b)), sync, budget_s)
-    out["pays_after"] = math.ceil(secs / (e - c)) if e > c else None
+    calls = break_even(secs, e, c)
+    out["pays_after"] = math.ceil(calls) if math.isfinite(calls) else None
     return out
 
 
