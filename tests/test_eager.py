@@ -117,8 +117,8 @@ def test_claim_sync_trap_on_cpu():
     json.dumps(d)
 
 
-@pytest.mark.timing  # times at two sizes: a busy spell of the shared box gets one more measurement
-def test_claim_latency_flat_at_small_n_and_about_linear_at_large_n():
+@pytest.mark.timing  # times at two ranges: a busy spell of the shared box gets one more measurement
+def test_claim_latency_flat_at_small_n_and_rising_at_large_n():
     # the panel's default on a CPU: one torch thread (see the regimes notes)
     small = eager.measure_regimes(Run(), "add", 4, 8, budget_s=0.05, threads=1)
     s = {n: p["median_s"] for n, p in zip(small["Ns"], small["series"]["add"])}
@@ -127,18 +127,19 @@ def test_claim_latency_flat_at_small_n_and_about_linear_at_large_n():
     assert flat.holds(s[2**8] / s[2**4], "cpu"), s
     c = {n: p["median_s"] for n, p in zip(small["Ns"], small["series"]["complex_activation"])}
     assert flat.holds(c[2**8] / c[2**4], "cpu"), c
-    # tensors of 64 MiB and more (2^24 float32): glibc gives every one fresh pages from the OS (the
-    # deck's steady allocator keeps only up to 32 MiB and trims its heap beyond 64 MiB; a 32 MiB
-    # tensor may or may not come from the heap's top), so the top of the range compares like with like
-    def large_pair():
-        large = eager.measure_regimes(Run(), "add", 24, 25, budget_s=0.05, with_activation=False, threads=1)
-        return large, {n: p["median_s"] for n, p in zip(large["Ns"], large["series"]["add"])}
+    # the top of the slide's range and beyond: 16× the elements (2^21 → 2^25), the slide's "no longer
+    # flat" claim, read as the slide reads it (best deciles). Two neighbouring sizes compared instead
+    # failed beside a busy worker (2^24 at 59 ms, 2^25 at 78 ms: one ran with fresh pages, one not)
+    rising = eager.regimes_claims["rising"]
 
-    large, g = large_pair()
-    if not 1.4 <= g[2**25] / g[2**24] <= 4.0:  # CI saw 2^24 at 122 ms beside the other worker (2^25: 116 ms)
-        large, g = large_pair()
-    # 2× more elements: between 1.4× and 4× the time — about linear (bandwidth), not flat
-    assert 1.4 <= g[2**25] / g[2**24] <= 4.0, g
+    def large_sweep():
+        large = eager.measure_regimes(Run(), "add", 21, 25, budget_s=0.05, with_activation=False, threads=1)
+        return large, rising.evaluate(large)
+
+    large, (sentence, holds) = large_sweep()
+    if not holds:
+        large, (sentence, holds) = large_sweep()
+    assert holds, (sentence, {n: p["p10_s"] for n, p in zip(large["Ns"], large["series"]["add"])})
     assert large["bandwidth_Bps"] > 1e8 and small["floors_s"]["add"] < 1e-3
     json.dumps(large)
 
