@@ -124,32 +124,36 @@ def in_one_process() -> dict:
     it in the deck), then each again after forget() (each after every other demo); once per session.
     ``rows``: {(key, pass): row}; ``measured``: each demo's last measurement there, which
     tests/test_demos.py draws, records and checks instead of measuring the defaults again."""
-    if not _DONE:
+    if "rows" not in _DONE:
         from conftest import ARTIFACTS
 
         ARTIFACTS.mkdir(exist_ok=True)
+        MEASURED.parent.mkdir(parents=True, exist_ok=True)
         order = list(reversed(KEYS))
         try:
-            rows = _run(order, "run", timeout=3000, again=[k for k in order if k not in COLD],
-                        measured=ARTIFACTS / "ordering-measured.json")
+            rows = _run(order, "run", timeout=3000, again=[k for k in order if k not in COLD], measured=MEASURED)
         finally:  # the deck's tests wait for this (conftest.warmed_for_the_deck), failed or not
             ORDERING_DONE.parent.mkdir(parents=True, exist_ok=True)
             ORDERING_DONE.touch()
         (ARTIFACTS / "ordering-one-process.json").write_text(json.dumps(rows, indent=1))
-        _DONE.update(rows={(r["key"], r["pass"]): r for r in rows},
-                     measured=json.loads((ARTIFACTS / "ordering-measured.json").read_text()))
+        (ARTIFACTS / MEASURED.name).write_text(MEASURED.read_text())
+        _DONE.update(rows={(r["key"], r["pass"]): r for r in rows}, measured=json.loads(MEASURED.read_text()))
     return _DONE
 
 
 _DONE: dict = {}  # in_one_process(), once per session
 # beside the results it leaves for the warmed panels: the session's own folder, so never a file of an
-# earlier session
+# earlier session (a copy of the measurements goes to test-artifacts/)
 ORDERING_DONE = WARMED_DIR / "ordering.done"
+MEASURED = WARMED_DIR / "ordering-measured.json"
 
 
 def measured_here(key: str) -> dict | None:
-    """``key``'s last measurement in the ordering process, when that ran in this session (None
-    otherwise: a test run alone measures for itself)."""
+    """``key``'s last measurement in the ordering process, when that ran in this session and has
+    ended (on either worker: the other one reads the session's file); None otherwise, and a test
+    then measures for itself (it does not wait for the ordering process)."""
+    if "measured" not in _DONE and ORDERING_DONE.exists() and MEASURED.exists():
+        _DONE["measured"] = json.loads(MEASURED.read_text())
     return _DONE.get("measured", {}).get(key)
 
 
