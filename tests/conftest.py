@@ -22,6 +22,8 @@ if _OWN_WARMED_DIR:
 
 
 def pytest_unconfigure(config):
+    for kernel in _PART_KERNEL:  # the parts' headless kernel (executed_notebook)
+        kernel.close()
     if _OWN_WARMED_DIR:
         import shutil
 
@@ -32,6 +34,7 @@ import demos  # noqa: F401  (environment before torch/JAX)
 ROOT = Path(__file__).resolve().parent.parent
 ARTIFACTS = ROOT / "test-artifacts"
 _EXECUTED: dict[str, tuple] = {}
+_PART_KERNEL: list = []  # the one kernel executed_notebook runs the parts in, started by the first
 
 
 # `make test` runs the test files on two pytest-xdist workers, each file whole on one worker (its
@@ -150,15 +153,19 @@ def warmed_for_the_deck() -> None:
 
 
 def executed_notebook(name: str, timeout: int = 1200):
-    """Execute slides/<name> headless once per test session (static figures, as `make pdf` does);
-    returns (nb, seconds). The notebook tests check it and the export converts it: no part is
-    executed headless twice in a session (each execution is a line of notebook-times.txt)."""
+    """Execute slides/<name> headless once per test session (static figures, as `make pdf` does:
+    every part in one kernel, one after another, each from an empty namespace); returns (nb,
+    seconds). The notebook tests check it and the export converts it: no part is executed
+    headless twice in a session (each execution is a line of notebook-times.txt)."""
+    from demos.deck.export import part_kernel
     from demos.deck.nbtools import SLIDES_DIR, execute
 
     path = SLIDES_DIR / name
     if name not in _EXECUTED:
         warmed_for_the_deck()
-        nb, secs = execute(path, timeout=timeout)
+        if not _PART_KERNEL:
+            _PART_KERNEL.append(part_kernel())
+        nb, secs = execute(path, timeout=timeout, kernel=_PART_KERNEL[0])
         _EXECUTED[name] = (nb, secs)
         ARTIFACTS.mkdir(exist_ok=True)
         with (ARTIFACTS / "notebook-times.txt").open("a") as f:

@@ -5,7 +5,8 @@
 
 Pipeline, per part: execute headless (nbclient, DEMOS_STATIC=1: every live cell renders its
 default figure as a PNG; with ``--results`` / RESULTS= the figures draw that recorded run instead
-of measuring) → nbconvert's reveal template, every URL pointed at local copies of reveal.js,
+of measuring; the parts one after another in one kernel, each from an empty namespace,
+:class:`demos.deck.nbtools.OneKernel`) → nbconvert's reveal template, every URL pointed at local copies of reveal.js,
 require.js, jQuery, MathJax 2 and the widget manager (npm packages copied into
 ``build/html/_assets/``; nothing is fetched when the slides are opened) → for PDF, Debian's
 headless chromium driven by Playwright for Python on reveal.js's ``?print-pdf`` view (one page
@@ -33,6 +34,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from demos.deck.demo import WARMED_DIR
+from demos.deck.nbtools import OneKernel
 from demos.engine.env import PROJECT_ROOT, package_digest
 from demos.engine.errors import DemoError
 from demos.engine.settings import at_import
@@ -160,8 +162,9 @@ def _digest(nb_path: Path, results: Path | None) -> str:
 
 
 def execute_part(nb_path: Path, results: Path | None = None, cache_dir: Path | None = None,
-                 timeout: int = 1800, force: bool = False):
-    """Execute one part headless (static figures; a recorded run if ``results``). Returns (nb, seconds, cached)."""
+                 timeout: int = 1800, force: bool = False, kernel: OneKernel | None = None):
+    """Execute one part headless (static figures; a recorded run if ``results``), in ``kernel``
+    when given (:func:`part_kernel`). Returns (nb, seconds, cached)."""
     import nbformat
 
     from demos.deck.nbtools import execute
@@ -175,13 +178,23 @@ def execute_part(nb_path: Path, results: Path | None = None, cache_dir: Path | N
         info = json.loads(meta.read_text())
         if info.get("key") == key:
             return nbformat.read(str(cached), as_version=4), info.get("seconds", 0.0), True
-    env = {"DEMOS_RESULTS": str(results.resolve())} if results else {}
     if not results:
         os.environ.pop("DEMOS_RESULTS", None)
-    nb, secs = execute(nb_path, timeout=timeout, static=True, cwd=nb_path.parent, env=env)
+    nb, secs = execute(nb_path, timeout=timeout, static=True, cwd=nb_path.parent, env=_results_env(results),
+                       kernel=kernel)
     nbformat.write(nb, str(cached))
     meta.write_text(json.dumps({"key": key, "seconds": round(secs, 1), "results": str(results or "")}))
     return nb, secs, False
+
+
+def _results_env(results: Path | None) -> dict[str, str]:
+    return {"DEMOS_RESULTS": str(results.resolve())} if results else {}
+
+
+def part_kernel(results: Path | None = None) -> OneKernel:
+    """The one kernel an export executes its parts in, one after another (static figures; a
+    recorded run if ``results``)."""
+    return OneKernel(static=True, env=_results_env(results))
 
 
 # -- converting -------------------------------------------------------------------------
@@ -300,41 +313,49 @@ def build_html(notebooks: list[Path], out: Path | None = None, results: Path | N
     ``executed``: notebooks already executed headless the way :func:`execute_part` executes them
     (with these ``results``), as ``{path: (notebook, seconds)}``; those are converted as they are,
     not executed again (nor looked up in, or written to, build/executed). Without it (``make html``,
-    ``make pdf``) every part goes through :func:`execute_part`."""
-    from demos.deck.asks import questions_first
-    from demos.deck.nbtools import slide_count
-
+    ``make pdf``) every part goes through :func:`execute_part`, one after another in one kernel
+    (:func:`part_kernel`)."""
     out = out or (BUILD / "html")
     out.mkdir(parents=True, exist_ok=True)
     copy_assets(out)
     given = {Path(k).resolve(): v for k, v in (executed or {}).items()}
     done = []
-    for i, nb_path in enumerate(notebooks, 1):
-        t0 = time.perf_counter()
-        if nb_path.resolve() in given:
-            nb, secs = given[nb_path.resolve()]
-            cached = "given"
-            log(f"[{i}/{len(notebooks)}] {nb_path.name}: executed already (in {secs:.0f} s)")
-        else:
-            log(f"[{i}/{len(notebooks)}] {nb_path.name}: executing"
-                + ((f" from the records in {results}" if results.is_dir() else f" with recorded results {results.name}")
-                   if results else " (live, this machine)") + "…")
-            nb, secs, cached = execute_part(nb_path, results, force=force)
-        if results:
-            lacking = placeholder_figures(nb)
-            if lacking:
-                _lacking(results, [f"{nb_path.name[:2]}:{k}" for k in lacking], placeholders)
-        nb = copy.deepcopy(nb)
-        asked = questions_first(nb)  # each live slide's question on its own page, before the answer
-        html = to_slides_html(nb, out, nb_path.stem)
-        n = slide_count(nb)
-        log(f"[{i}/{len(notebooks)}] {nb_path.name}: {'executed already' if cached == 'given' else 'cached' if cached else f'executed in {secs:.0f} s'}, "
-            f"{n} slides ({asked} of them questions) → {html.relative_to(PROJECT_ROOT) if html.is_relative_to(PROJECT_ROOT) else html} "
-            f"({time.perf_counter() - t0:.0f} s)")
-        done.append({"name": nb_path.stem, "html": html, "execute_s": secs, "slides": n,
-                     "title": nb.metadata.get("title", nb_path.stem)})
+    with part_kernel(results) as kernel:  # started by the first part that is executed, if any
+        for i, nb_path in enumerate(notebooks, 1):
+            done.append(_convert_part(i, nb_path, notebooks, out, results, force, placeholders, given, kernel))
     write_index(out, [(d["html"].name, d["title"]) for d in done])
     return done
+
+
+def _convert_part(i: int, nb_path: Path, notebooks: list[Path], out: Path, results: Path | None, force: bool,
+                  placeholders: bool, given: dict, kernel: OneKernel) -> dict:
+    """One part of :func:`build_html`: executed (in ``kernel``) or given, then converted."""
+    from demos.deck.asks import questions_first
+    from demos.deck.nbtools import slide_count
+
+    t0 = time.perf_counter()
+    if nb_path.resolve() in given:
+        nb, secs = given[nb_path.resolve()]
+        cached = "given"
+        log(f"[{i}/{len(notebooks)}] {nb_path.name}: executed already (in {secs:.0f} s)")
+    else:
+        log(f"[{i}/{len(notebooks)}] {nb_path.name}: executing"
+            + ((f" from the records in {results}" if results.is_dir() else f" with recorded results {results.name}")
+               if results else " (live, this machine)") + "…")
+        nb, secs, cached = execute_part(nb_path, results, force=force, kernel=kernel)
+    if results:
+        lacking = placeholder_figures(nb)
+        if lacking:
+            _lacking(results, [f"{nb_path.name[:2]}:{k}" for k in lacking], placeholders)
+    nb = copy.deepcopy(nb)
+    asked = questions_first(nb)  # each live slide's question on its own page, before the answer
+    html = to_slides_html(nb, out, nb_path.stem)
+    n = slide_count(nb)
+    log(f"[{i}/{len(notebooks)}] {nb_path.name}: {'executed already' if cached == 'given' else 'cached' if cached else f'executed in {secs:.0f} s'}, "
+        f"{n} slides ({asked} of them questions) → {html.relative_to(PROJECT_ROOT) if html.is_relative_to(PROJECT_ROOT) else html} "
+        f"({time.perf_counter() - t0:.0f} s)")
+    return {"name": nb_path.stem, "html": html, "execute_s": secs, "slides": n,
+            "title": nb.metadata.get("title", nb_path.stem)}
 
 
 def build_pdf(notebooks: list[Path], out: Path | None = None, results: Path | None = None,

@@ -191,27 +191,84 @@ def _sliced(get_msg, slice_s: float = POLL_SLICE_S):
     return get
 
 
+class OneKernel:
+    """One kernel that executes several notebooks in turn (``execute(..., kernel=k)``), as
+    ``make pdf`` executes the parts: the kernel's start, the imports and the compiler's warm-up
+    are paid once, not once per part. Each notebook after the first starts from an empty
+    namespace (``%reset -f``, its prompts from 1 again), so a cell still has to import what it
+    calls. What stays is what imports and compiles leave in the process (modules, compiled code);
+    a demo measures from its declared state whatever ran before it (tests/test_ordering.py).
+    Use it as a context manager: the kernel is shut down at the end."""
+
+    def __init__(self, static: bool = True, env: dict[str, str] | None = None):
+        self.env = {**({"DEMOS_STATIC": "1"} if static else {}), **(env or {})}
+        self.km: Any = None
+        self.kc: Any = None
+
+    def __enter__(self) -> "OneKernel":
+        return self
+
+    def __exit__(self, *_exc) -> None:
+        self.close()
+
+    def alive(self) -> bool:
+        from jupyter_core.utils import run_sync
+
+        return self.km is not None and bool(run_sync(self.km.is_alive)())
+
+    def close(self) -> None:
+        from jupyter_core.utils import run_sync
+
+        if self.kc is not None:
+            self.kc.stop_channels()
+        if self.km is not None and self.km.has_kernel:
+            run_sync(self.km.shutdown_kernel)(now=True)
+        self.km = self.kc = None
+
+
+_RESET = "get_ipython().run_line_magic('reset', '-f'); get_ipython().execution_count = 1"
+
+
 def execute(path: str | Path, timeout: int = 900, static: bool = True, cwd: str | Path | None = None,
-            env: dict[str, str] | None = None, store_widget_state: bool = True):
-    """Execute a notebook headless; returns (notebook, seconds). Raises on cell errors."""
+            env: dict[str, str] | None = None, store_widget_state: bool = True, kernel: OneKernel | None = None):
+    """Execute a notebook headless; returns (notebook, seconds). Raises on cell errors. With
+    ``kernel``, in that kernel (started by the first notebook, with the kernel's environment)."""
     import nbformat
+    from jupyter_core.utils import run_sync
     from nbclient import NotebookClient
 
     from demos.engine.settings import temporarily
 
     nb = nbformat.read(str(path), as_version=4)
     t0 = time.perf_counter()
-    with temporarily({**({"DEMOS_STATIC": "1"} if static else {}), **(env or {})}):
-        client = NotebookClient(nb, timeout=timeout, kernel_name="python3",
+    wanted = {**({"DEMOS_STATIC": "1"} if static else {}), **(env or {})}
+    if kernel is not None and wanted != kernel.env:
+        raise ValueError(f"this kernel runs with {kernel.env}, not {wanted}")
+    if kernel is not None and kernel.km is not None and not kernel.alive():
+        kernel.close()  # it died in an earlier notebook: this one starts a new one
+    reuse = kernel is not None and kernel.km is not None
+    with temporarily(wanted):
+        client = NotebookClient(nb, timeout=timeout, kernel_name="python3", km=kernel.km if reuse else None,
                                 resources={"metadata": {"path": str(cwd or Path(path).parent)}},
                                 store_widget_state=store_widget_state)
 
-        def patch_channels(**_kw) -> None:
+        def patch_channels(**_kw) -> None:  # once per kernel client
             for channel in (client.kc.shell_channel, client.kc.iopub_channel):
                 channel.get_msg = _sliced(channel.get_msg)
 
         client.on_notebook_start = patch_channels
-        client.execute()
+        if reuse:
+            client.kc = kernel.kc
+
+            async def fresh_namespace() -> None:
+                await client.async_wait_for_reply(client.kc.execute(_RESET, silent=True, store_history=False))
+
+            run_sync(fresh_namespace)()
+        try:
+            client.execute(**({"cleanup_kc": False} if kernel is not None else {}))
+        finally:
+            if kernel is not None:
+                kernel.km, kernel.kc = client.km, client.kc
     return nb, time.perf_counter() - t0
 
 
