@@ -191,6 +191,11 @@ def _sliced(get_msg, slice_s: float = POLL_SLICE_S):
     return get
 
 
+def kernel_env(static: bool, env: dict[str, str] | None) -> dict[str, str]:
+    """The environment a headless kernel starts with: static figures (DEMOS_STATIC) and ``env``."""
+    return {**({"DEMOS_STATIC": "1"} if static else {}), **(env or {})}
+
+
 class OneKernel:
     """One kernel that executes several notebooks in turn (``execute(..., kernel=k)``), as
     ``make pdf`` executes the parts: the kernel's start, the imports and the compiler's warm-up
@@ -201,7 +206,7 @@ class OneKernel:
     Use it as a context manager: the kernel is shut down at the end."""
 
     def __init__(self, static: bool = True, env: dict[str, str] | None = None):
-        self.env = {**({"DEMOS_STATIC": "1"} if static else {}), **(env or {})}
+        self.env = kernel_env(static, env)
         self.km: Any = None
         self.kc: Any = None
 
@@ -241,7 +246,7 @@ def execute(path: str | Path, timeout: int = 900, static: bool = True, cwd: str 
 
     nb = nbformat.read(str(path), as_version=4)
     t0 = time.perf_counter()
-    wanted = {**({"DEMOS_STATIC": "1"} if static else {}), **(env or {})}
+    wanted = kernel_env(static, env)
     if kernel is not None and wanted != kernel.env:
         raise ValueError(f"this kernel runs with {kernel.env}, not {wanted}")
     if kernel is not None and kernel.km is not None and not kernel.alive():
