@@ -200,7 +200,8 @@ def _hbars(ax, labels: list[str], values: list[float], texts: list[str], colors:
     for i, (v, t) in enumerate(zip(values, texts)):
         ax.text(v, i, " " + t, va="center", fontsize=11.5)
     ax.set_yticks(range(len(values)), labels, fontsize=11.5)
-    ax.set_xlim(0, max(values + [1e-9]) * 2.4)
+    top = max(values, default=0.0)  # every bar empty ("never"): a unit scale, not a 1e-9 offset over the label
+    ax.set_xlim(0, top * 2.4 if top > 0 else 1.0)
     ax.invert_yaxis()
     ax.set(xlabel=xlabel)
     ax.set_title(title, loc="left", fontsize=14)
