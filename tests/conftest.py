@@ -42,15 +42,24 @@ _PART_KERNEL: list = []  # the one kernel executed_notebook runs the parts in, s
 # each part go to one worker together, so no part is executed twice. (A scheduler of our own:
 # pytest-xdist's `xdist_group` does not reach pytest 9's node ids.)
 # Likewise the ordering test's process measures every demo, and test_demos.py (and the compile-latency
-# tests) draw, record and check those measurements instead of measuring the defaults again: one
-# worker, the ordering first.
+# tests) draw, record and check those measurements instead of measuring the defaults again: the
+# ordering first (each demo's test in test_demos.py then goes to whichever worker is free, below).
 DECK_FILES = ("test_notebooks.py", "test_export.py", "test_browser.py")
 MEASURE_FILES = ("test_ordering.py", "test_demos.py", "test_recompilation.py")
 
 
+# test_demos.py's test of each demo reads the ordering process's measurement from the session's
+# folder (on either worker, once that process has ended: test_ordering.measured_here), so each is a
+# group of its own: both workers share them, after the ordering process.
+SHARED = "tests/test_demos.py::test_demo_draws_records_and_redraws["
+
+
 def worker_group(nodeid: str) -> str:
-    """The worker a test goes to with: its file, "deck" for the files that share the parts, or
-    "measure" for those that share the ordering process's measurements."""
+    """The worker a test goes to with: its file, "deck" for the files that share the parts,
+    "measure" for those that share the ordering process's measurements, or "demo:<key>" for one
+    demo's test in test_demos.py."""
+    if nodeid.startswith(SHARED):
+        return "demo:" + nodeid[len(SHARED):-1]
     path = nodeid.split("::", 1)[0]
     name = path.rsplit("/", 1)[-1]
     return "deck" if name in DECK_FILES else "measure" if name in MEASURE_FILES else path
@@ -66,10 +75,11 @@ def _in_group(item) -> int:
 # its last. "measure" starts at once on one worker (the longest group, the ordering process first).
 # The deck's tests open on that process's results (warmed_for_the_deck), so the other worker runs
 # the long files first, about as long as the ordering process takes and as much as leaves the two
-# workers ending together; then "deck". The rest keep their order and fill in.
+# workers ending together; then "deck", then each demo's test in test_demos.py (the ordering process
+# has ended by then, and either worker takes the next). The rest keep their order and fill in.
 FIRST = ("measure", "tests/test_inspector.py", "tests/test_model.py", "tests/test_figure_slots.py",
          "tests/test_devices_cli.py", "tests/test_exercises.py", "tests/test_present.py", "tests/test_trace.py",
-         "deck")
+         "deck", "demo:")
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -84,14 +94,22 @@ def pytest_xdist_make_scheduler(config, log):
     return ByGroup(config, log)
 
 
+def _rank(rank: dict, group: str) -> int:
+    return rank.get("demo:" if group.startswith("demo:") else group, len(rank))
+
+
+def _single(group: str) -> int:
+    return 0 if group == "measure" else 1 if group.startswith("demo:") else 2
+
+
 def pytest_collection_modifyitems(config, items):
     from demos.engine.devices import torch_device
 
     rank = {g: i for i, g in enumerate(FIRST)}
     if os.environ.get("PYTEST_XDIST_WORKER"):  # what a worker collects is the order the groups are handed out
-        items.sort(key=lambda item: (rank.get(worker_group(item.nodeid), len(rank)), _in_group(item)))
-    else:  # one process: still the ordering test's measurements first, the files that reuse them after
-        items.sort(key=lambda item: (worker_group(item.nodeid) != "measure", _in_group(item)))
+        items.sort(key=lambda item: (_rank(rank, worker_group(item.nodeid)), _in_group(item)))
+    else:  # one process: still the ordering test's measurements first, the tests that reuse them after
+        items.sort(key=lambda item: (_single(worker_group(item.nodeid)), _in_group(item)))
 
     if torch_device() != "cuda":
         skip = pytest.mark.skip(reason="needs an NVIDIA GPU (run `pytest -m gpu` on a GPU machine)")
@@ -110,6 +128,22 @@ _WARMED: list[str] = []
 ORDERING_WAIT_S = 1800  # the ordering process takes about 5 minutes on a busy 2-core box
 
 
+def ordering_ended() -> None:
+    """When the ordering test's process runs in this session: return once it has ended (in a
+    single process, run it now; the ordering test reads it later)."""
+    import time
+
+    if _ORDERING and _ORDERING[0]:
+        from test_ordering import ORDERING_DONE, in_one_process
+
+        if not os.environ.get("PYTEST_XDIST_WORKER") and not ORDERING_DONE.exists():
+            with contextlib.suppress(Exception):  # a failure is the ordering test's to report
+                in_one_process()
+        t0 = time.monotonic()
+        while not ORDERING_DONE.exists() and time.monotonic() - t0 < ORDERING_WAIT_S:
+            time.sleep(2)
+
+
 def warmed_for_the_deck() -> None:
     """What `make warm` leaves for the panels that open warmed (``pacing`` "warmed" or "cold"):
     each one's result at the values the slides open it at, in this session's DEMOS_WARMED_DIR.
@@ -123,23 +157,13 @@ def warmed_for_the_deck() -> None:
     measured here, once, from the declared state."""
     if _WARMED:
         return
-    import time
-
     import nbformat
 
     from demos import topics
     from demos.deck.demo import load_warmed, save_warmed
     from demos.deck.nbtools import live_cells, parts
 
-    if _ORDERING and _ORDERING[0]:
-        from test_ordering import ORDERING_DONE, in_one_process
-
-        if not os.environ.get("PYTEST_XDIST_WORKER") and not ORDERING_DONE.exists():
-            with contextlib.suppress(Exception):  # a failure is the ordering test's to report
-                in_one_process()  # one process: it runs now (the ordering test reads it later)
-        t0 = time.monotonic()
-        while not ORDERING_DONE.exists() and time.monotonic() - t0 < ORDERING_WAIT_S:
-            time.sleep(2)
+    ordering_ended()
     by_key = {d.key: d for d in topics.load()}
     wanted = [(by_key[key], values) for nb in parts() for key, values in live_cells(nbformat.read(str(nb), as_version=4))
               if key in by_key and by_key[key].opens_warmed]
@@ -314,10 +338,56 @@ def walk(page, expected: int, shots: Path | None, run: bool = False) -> list[dic
     return [seen[i] for i in order]
 
 
+def walk_beside(notebooks: list[str]) -> None:
+    """Start walking ``notebooks`` (those not walked or started yet) in a thread, with a Jupyter
+    server and a browser of its own, beside the walks this thread does: a walk waits on its kernel
+    and its browser about half the time, so two at once keep the machine's two cores busy.
+    :func:`walked_deck` of one of them waits for that thread, and walks the deck itself when the
+    thread could not (no server or browser: the same error comes again, in its test)."""
+    import threading
+
+    todo = [n for n in notebooks if n not in _WALKED and n not in _BESIDE]
+    if not todo:
+        return
+    warmed_for_the_deck()  # here, before the thread: it measures in this process
+    ended = threading.Event()
+    for n in todo:
+        _BESIDE[n] = ended
+
+    def work() -> None:
+        try:
+            with jupyter_server() as p, chromium() as ctx:
+                try:
+                    for n in todo:
+                        with contextlib.suppress(Exception):  # kept in _WALKED: its tests fail with it
+                            _walk(n, p, ctx)
+                finally:  # what test_browser.py checks of its own browser's walks, it checks of these
+                    WALKED_ELSEWHERE["console"] += ctx.console
+                    WALKED_ELSEWHERE["requests"] += ctx.requests
+        except BaseException:  # noqa: BLE001 (a skip or a failure: the deck's own test meets it again)
+            pass
+        finally:
+            ended.set()
+
+    threading.Thread(target=work, name="walk-beside", daemon=True).start()
+
+
+def beside_ended(notebook: str | None = None) -> None:
+    """Return once the thread walking ``notebook`` (any, by default) has ended."""
+    for n, ended in list(_BESIDE.items()):
+        if notebook in (None, n):
+            ended.wait(WALK_BESIDE_WAIT_S)
+
+
+_BESIDE: dict = {}  # a notebook walk_beside() walks → the event its thread sets when it ends
+WALK_BESIDE_WAIT_S = 1800
+
+
 def walked_deck_for(notebook: str) -> dict:
     """:func:`walked_deck` for a test outside test_browser.py: a deck not walked yet in this
     session is walked with a server and a browser of its own, stopped when the walk is done (a
     browser left open would hold Playwright's event loop over the tests that follow)."""
+    beside_ended(notebook)
     if notebook not in _WALKED:
         with jupyter_server() as p, chromium() as ctx:
             try:
@@ -334,7 +404,19 @@ def walked_deck(notebook: str, server, ctx) -> dict:
     (one reading per slide, walk.CURRENT), ``cells`` (every code cell that ran, in order,
     walk.CELLS), ``expected`` (the notebook's slide count), ``math`` (typeset formulas on slide 2)
     and the times; screenshots and times go to test-artifacts/browser/. A walk that failed fails
-    every test that reads it, with its error (it is not walked again)."""
+    every test that reads it, with its error (it is not walked again). A deck walk_beside() walks
+    is waited for."""
+    beside_ended(notebook)
+    if notebook in _WALKED:
+        got = _WALKED[notebook]
+        if isinstance(got, Exception):
+            raise AssertionError(f"the walk of {notebook} failed earlier in this session: {got!r}") from got
+        return got
+    return _walk(notebook, server, ctx)
+
+
+def _walk(notebook: str, server, ctx) -> dict:
+    """:func:`walked_deck`'s walk, on ``server`` in ``ctx``."""
     import time
 
     import nbformat
@@ -342,11 +424,6 @@ def walked_deck(notebook: str, server, ctx) -> dict:
     from demos.deck.nbtools import slide_count
     from demos.deck.walk import open_slideshow, shutdown_kernels
 
-    if notebook in _WALKED:
-        got = _WALKED[notebook]
-        if isinstance(got, Exception):
-            raise AssertionError(f"the walk of {notebook} failed earlier in this session: {got!r}") from got
-        return got
     try:
         warmed_for_the_deck()
         expected = slide_count(nbformat.read(str(ROOT / notebook), as_version=4))

@@ -18,7 +18,7 @@ from demos.deck.nbtools import parts
 from demos.deck.walk import CURRENT, console_report, open_slideshow, predict
 from demos.deck.walk import shutdown_kernels as _shutdown_kernels
 
-from conftest import FIXTURE_DECK, WALKED_ELSEWHERE, walked_deck  # (server, browser_ctx: fixtures there)
+from conftest import FIXTURE_DECK, WALKED_ELSEWHERE, beside_ended, walk_beside, walked_deck  # (server, browser_ctx: fixtures there)
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
 
@@ -37,7 +37,9 @@ def decks() -> list[str]:
 @pytest.mark.parametrize("notebook", decks())
 def test_every_slide_fits_and_shows_no_error(server, browser_ctx, artifacts, notebook):
     """Every slide walked, every code cell run when its slide comes up (conftest.walked_deck: the
-    same walk test_notebooks.py reads for its live-widget checks)."""
+    same walk test_notebooks.py reads for its live-widget checks). The second half of the decks is
+    walked beside the first, with a server and a browser of their own (conftest.walk_beside)."""
+    walk_beside(decks()[len(decks()) // 2:])
     walked = walked_deck(notebook, server, browser_ctx)
     visited, expected = walked["visited"], walked["expected"]
     ids = [v["id"] for v in visited]
@@ -179,7 +181,8 @@ def test_the_slideshow_logs_no_console_error_from_any_origin(browser_ctx, artifa
     """After every part was walked and run: no console error, page error or failed request from
     any origin, the deck's own files, RISE's bundle, JupyterLab or the widgets (warnings are
     listed in test-artifacts/browser/console.md, not failed on)."""
-    console = browser_ctx.console + WALKED_ELSEWHERE["console"]  # a deck test_notebooks.py walked first
+    beside_ended()
+    console = browser_ctx.console + WALKED_ELSEWHERE["console"]  # the walks beside, or test_notebooks.py's
     report = console_report(console)
     (artifacts / "browser" / "console.md").write_text(report)
     errors = [c for c in console if c["kind"] != "console.warning"]
@@ -188,6 +191,7 @@ def test_the_slideshow_logs_no_console_error_from_any_origin(browser_ctx, artifa
 
 def test_no_request_left_localhost(server, browser_ctx):
     """Runs last in this module: every request the slideshow made went to the local server."""
+    beside_ended()
     urls = browser_ctx.requests + WALKED_ELSEWHERE["requests"]
     assert urls, "the browser made no request at all"
     hosts = {u.split("/")[2].split(":")[0] for u in urls if u.startswith(("http://", "https://", "ws://", "wss://"))}

@@ -8,12 +8,12 @@ import os
 import subprocess
 import sys
 
-from conftest import FIRST, ROOT, worker_group
+from conftest import FIRST, ROOT, _rank, worker_group
 
 
 def _as_a_worker_orders(nodeids):
     rank = {g: i for i, g in enumerate(FIRST)}
-    return sorted(nodeids, key=lambda n: rank.get(worker_group(n), len(rank)))
+    return sorted(nodeids, key=lambda n: _rank(rank, worker_group(n)))
 
 
 def test_a_second_process_collects_the_same_tests_in_the_same_order(request):

@@ -42,11 +42,14 @@ def _png(panel) -> bytes:
 @pytest.mark.slow
 @pytest.mark.parametrize("demo", DEMOS, ids=IDS)
 def test_demo_draws_records_and_redraws(demo: Demo, tmp_path, monkeypatch):
+    from conftest import ordering_ended
     from test_ordering import measured_here
 
     # the measurement at the defaults: the one tests/test_ordering.py's process made after every
-    # other demo (its worker runs that first; test_ordering checks its claims in every order), drawn
-    # here as a measurement is drawn, not measured again; run alone, this test measures it itself
+    # other demo (test_ordering checks its claims in every order), drawn here as a measurement is
+    # drawn, not measured again (this waits for that process when it runs in this session); run
+    # alone, this test measures it itself
+    ordering_ended()
     made = measured_here(demo.key)
     if made is not None:
         demo.adopt(made)

@@ -151,7 +151,7 @@ MEASURED = WARMED_DIR / "ordering-measured.json"
 def measured_here(key: str) -> dict | None:
     """``key``'s last measurement in the ordering process, when that ran in this session and has
     ended (on either worker: the other one reads the session's file); None otherwise, and a test
-    then measures for itself (it does not wait for the ordering process)."""
+    then measures for itself (this does not wait: conftest.ordering_ended does)."""
     if "measured" not in _DONE and ORDERING_DONE.exists() and MEASURED.exists():
         _DONE["measured"] = json.loads(MEASURED.read_text())
     return _DONE.get("measured", {}).get(key)
