@@ -66,9 +66,20 @@ def worker_group(nodeid: str) -> str:
 
 
 def _in_group(item) -> int:
-    """Within its group, the ordering test's file first (the measurements the others reuse)."""
+    """Within its group, the ordering test's file first (the measurements the others reuse); the
+    demos' own groups last slide first (the later parts measure the larger models: the longest
+    first, so the two workers end together)."""
+    group = worker_group(item.nodeid)
+    if group.startswith("demo:"):
+        return -_deck_order().get(group[5:], 0)
     name = item.nodeid.split("::", 1)[0].rsplit("/", 1)[-1]
     return MEASURE_FILES.index(name) if name in MEASURE_FILES else 0
+
+
+def _deck_order() -> dict[str, int]:
+    from demos import topics
+
+    return {d.key: i for i, d in enumerate(topics.load())}
 
 
 # The order the groups are handed out in: a worker takes the next group when it is almost done with

@@ -64,13 +64,13 @@ def test_a_reused_figure_draws_what_a_new_one_draws(demo, records):
     if recorded is None:
         pytest.skip(f"no committed record has {demo.key}")
     variants = [(recorded, None), (recorded, copy.deepcopy(recorded))]
+    fresh = [_pixels(plots.to_png(_fig(demo.figure(*copy.deepcopy(v))))) for v in variants]
     try:
-        scaled = _scaled(copy.deepcopy(recorded))
-        plots.to_png(_fig(demo.figure(scaled, None)))
-        variants.append((scaled, None))
+        scaled = (_scaled(copy.deepcopy(recorded)), None)
+        fresh.append(_pixels(plots.to_png(_fig(demo.figure(*copy.deepcopy(scaled))))))
+        variants.append(scaled)
     except Exception:  # data no real run could give (a fraction over 1): the other variants stay
         pass
-    fresh = [_pixels(plots.to_png(_fig(demo.figure(*copy.deepcopy(v))))) for v in variants]
     # `to_png` draws what matplotlib's own draw does
     for v, px in zip(variants, fresh):
         assert (_matplotlib_pixels(_fig(demo.figure(*copy.deepcopy(v)))) == px).all(), demo.key
