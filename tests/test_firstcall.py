@@ -17,8 +17,6 @@ def _first_dearer(d: dict) -> bool:
     return all(d[f]["first_s"] > d[f]["steady_s"] for f in ("sin", "cos", "compiled"))
 
 
-@cpu_only
-@pytest.mark.timing  # first vs steady calls: a busy spell of the shared box gets one more measurement
 def _from_the_declared_state() -> dict:
     """As the slide measures: the thread policy chosen anew from the load now (forget()), so the
     new process runs on one thread when the other core is busy (the other test worker)."""
@@ -26,6 +24,8 @@ def _from_the_declared_state() -> dict:
     return firstcall.costs.run({"N": 2**10})
 
 
+@cpu_only
+@pytest.mark.timing  # first vs steady calls: a busy spell of the shared box gets one more measurement
 def test_claim_first_calls_cost_many_steady_calls_in_a_new_process():
     # Measured outside the declared state, the child took every core even beside the other worker:
     # CI saw a 1024-element op's steady calls all at 8 ms (p10 to p90), and the compiled function's
