@@ -65,14 +65,14 @@ def worker_group(nodeid: str) -> str:
     return "deck" if name in DECK_FILES else "measure" if name in MEASURE_FILES else path
 
 
-def _in_group(item) -> int:
+def _in_group(nodeid: str) -> int:
     """Within its group, the ordering test's file first (the measurements the others reuse); the
     demos' own groups last slide first (the later parts measure the larger models: the longest
     first, so the two workers end together)."""
-    group = worker_group(item.nodeid)
+    group = worker_group(nodeid)
     if group.startswith("demo:"):
         return -_deck_order().get(group[5:], 0)
-    name = item.nodeid.split("::", 1)[0].rsplit("/", 1)[-1]
+    name = nodeid.split("::", 1)[0].rsplit("/", 1)[-1]
     return MEASURE_FILES.index(name) if name in MEASURE_FILES else 0
 
 
@@ -118,9 +118,9 @@ def pytest_collection_modifyitems(config, items):
 
     rank = {g: i for i, g in enumerate(FIRST)}
     if os.environ.get("PYTEST_XDIST_WORKER"):  # what a worker collects is the order the groups are handed out
-        items.sort(key=lambda item: (_rank(rank, worker_group(item.nodeid)), _in_group(item)))
+        items.sort(key=lambda item: (_rank(rank, worker_group(item.nodeid)), _in_group(item.nodeid)))
     else:  # one process: still the ordering test's measurements first, the tests that reuse them after
-        items.sort(key=lambda item: (_single(worker_group(item.nodeid)), _in_group(item)))
+        items.sort(key=lambda item: (_single(worker_group(item.nodeid)), _in_group(item.nodeid)))
 
     if torch_device() != "cuda":
         skip = pytest.mark.skip(reason="needs an NVIDIA GPU (run `pytest -m gpu` on a GPU machine)")

@@ -11,14 +11,9 @@ import sys
 from conftest import FIRST, ROOT, _in_group, _rank, worker_group
 
 
-class _Item:
-    def __init__(self, nodeid: str):
-        self.nodeid = nodeid
-
-
 def _as_a_worker_orders(nodeids):
     rank = {g: i for i, g in enumerate(FIRST)}
-    return sorted(nodeids, key=lambda n: (_rank(rank, worker_group(n)), _in_group(_Item(n))))
+    return sorted(nodeids, key=lambda n: (_rank(rank, worker_group(n)), _in_group(n)))
 
 
 def test_a_second_process_collects_the_same_tests_in_the_same_order(request):
