@@ -292,15 +292,18 @@ def browser_ctx(server):
         yield ctx
 
 
-def run_cells_on_slide(page, timeout_s: float = 300) -> float:
+def run_cells_on_slide(page, timeout_s: float = 300) -> tuple[float, list[bool]]:
     """Run every code cell of the current slide the way a lecturer does (click, Ctrl-Enter: run in
-    place) and wait until each has finished. Returns the seconds it took."""
+    place) and wait until each has finished; a panel that asks first is answered A, as a student
+    predicting does. Returns the seconds it took, and for each panel that asked, whether its figure
+    was hidden while the question was on screen (the room is asked before it is shown)."""
     import re
     import time
 
     from demos.deck.walk import predict
 
     t0 = time.perf_counter()
+    hidden: list[bool] = []
     cells = page.locator(".reveal .slides section.present:not(.stack) .jp-CodeCell")
     for i in range(cells.count()):
         cell = cells.nth(i)
@@ -318,15 +321,114 @@ def run_cells_on_slide(page, timeout_s: float = 300) -> float:
                 raise AssertionError(f"a cell did not finish within {timeout_s:.0f} s: {cell.inner_text()[:80]!r}")
             time.sleep(0.25)
         time.sleep(0.3)  # the panel's question lays out
-        predict(cell)  # a panel that asks first: answer A, as a student predicting does
+        figure = cell.locator(".jitdeck-panel .jp-OutputArea-output img").first
+        shown = figure.count() > 0 and figure.is_visible()
+        if predict(cell):
+            hidden.append(not shown)
     time.sleep(0.5)  # let the widgets lay out
-    return time.perf_counter() - t0
+    return time.perf_counter() - t0, hidden
 
 
-def walk(page, expected: int, shots: Path | None, run: bool = False) -> list[dict]:
+# A control moved in the walk, as a lecturer moves one: (deck, the last line of a live cell, how).
+# The sample deck's slider is typed into and then stepped with the arrow key (the slide must stay);
+# part 1's first live slider is clicked. What each move saw goes to the walk's ``moves``
+# (test_browser.py checks it); screenshots to test-artifacts/browser/.
+SLIDER_TRACK = ".jitdeck-panel .widget-slider .noUi-target"  # ipywidgets 8 draws sliders with noUiSlider
+SLIDER_HANDLE = ".jitdeck-panel .widget-slider .noUi-handle"
+PANEL_IMG = ".jitdeck-panel .jp-OutputArea-output img"
+
+
+def moves_in(notebook: str) -> dict[str, str]:
+    """The live cells whose control the walk of ``notebook`` moves: {last line: "typed"/"clicked"}."""
+    import nbformat
+
+    from demos.deck.nbtools import parts
+
+    if notebook == FIXTURE_DECK:
+        return {"sample_panel.panel()": "typed"}
+    found = parts()
+    if found and notebook == f"slides/{found[0].name}":
+        for c in nbformat.read(str(found[0]), as_version=4).cells:
+            if (c.cell_type == "code" and c.metadata.get("slideshow", {}).get("slide_type", "-") != "skip"
+                    and "(" in c.source):
+                return {c.source.strip().splitlines()[-1]: "clicked"}
+    return {}
+
+
+def _new_image(cell, old: str | None, timeout_s: float) -> str | None:
+    """The panel's figure once it differs from ``old`` (None when it did not within ``timeout_s``)."""
+    import time
+
+    t0 = time.perf_counter()
+    while time.perf_counter() - t0 < timeout_s:
+        imgs = cell.locator(PANEL_IMG)
+        src = imgs.first.get_attribute("src") if imgs.count() else None
+        if src and src != old:
+            return src
+        time.sleep(0.2)
+    return None
+
+
+def move_control(page, text: str, how: str, shots: Path) -> dict:
+    """Move the control of the live cell ending in ``text`` on the current slide (``how``: see
+    :func:`moves_in`); returns what the slideshow showed (``error`` when the move could not be made)."""
+    import time
+
+    from demos.deck.walk import CURRENT
+
+    cell = page.locator("section.present .jp-CodeCell", has_text=text).first
+    stem = Path(shots).name
+    got: dict = {"how": how}
+    try:
+        old = cell.locator(PANEL_IMG).first.get_attribute("src")
+        got["slide"] = page.evaluate(CURRENT)["id"]
+        page.screenshot(path=str(shots.parent / f"{stem}-live-before.png"))
+        if how == "typed":  # the slider's readout typed over, then the focused slider's arrow key
+            readout = cell.locator(".widget-readout").first
+            got["readout"] = [readout.inner_text().strip()]
+            readout.click()
+            readout.evaluate("e => window.getSelection().selectAllChildren(e)")  # the old value, to type over
+            page.keyboard.type("11")
+            page.keyboard.press("Enter")
+            new = _new_image(cell, old, 60)
+            got["readout"].append(readout.inner_text().strip())
+            for _ in range(100):  # the status line follows the image by a moment
+                if "done in" in cell.locator(".jitdeck-panel").inner_text():
+                    break
+                time.sleep(0.2)
+            got["status"] = cell.locator(".jitdeck-panel").inner_text()
+            cell.locator(SLIDER_HANDLE).first.focus()  # focus without a click that could move it
+            page.keyboard.press("ArrowRight")
+            newer = _new_image(cell, new, 120)
+            got["readout"].append(readout.inner_text().strip())
+            got["figures"] = [old, new, newer]
+        else:  # a click on the slider's track, far from its handle
+            track = cell.locator(SLIDER_TRACK).first
+            got["slider"] = track.count() > 0
+            box, handle = track.bounding_box(), cell.locator(SLIDER_HANDLE).first.bounding_box()
+            x = box["x"] + (0.15 if handle["x"] > box["x"] + box["width"] / 2 else 0.85) * box["width"]
+            t0 = time.perf_counter()
+            page.mouse.click(x, box["y"] + box["height"] / 2)
+            new = _new_image(cell, old, 240)
+            got["redraw_s"] = time.perf_counter() - t0
+            got["figures"] = [old, new]
+        after = page.evaluate(CURRENT)
+        got["slide_after"], got["bottom"] = after["id"], after["bottom"]
+        page.screenshot(path=str(shots.parent / f"{stem}-live-after.png"))
+    except Exception as exc:  # noqa: BLE001 (the walk goes on; the move's test fails with it)
+        got["error"] = repr(exc)
+    finally:
+        page.evaluate("() => document.activeElement && document.activeElement.blur()")  # Space steps the slides again
+    return got
+
+
+def walk(page, expected: int, shots: Path | None, run: bool = False, moves: dict[str, str] | None = None) -> list[dict]:
     """Every distinct slide once, with the furthest its content reached over its fragments.
     With ``run``, every code cell is executed when its slide comes up (as in a lecture), and the
-    slide's reading carries ``cells``: what each code cell shows once it ran (walk.CELLS)."""
+    slide's reading carries ``cells``: what each code cell shows once it ran (walk.CELLS), and
+    ``hidden``: for each panel that asked, whether its figure waited for the answer. ``moves``
+    ({a live cell's last line: how}, :func:`moves_in`): that cell's control is then moved, and the
+    reading carries ``moved``: {line: what the move saw}."""
     from demos.deck.walk import CURRENT, cell_facts, step_through
 
     order: list[str] = []
@@ -334,9 +436,13 @@ def walk(page, expected: int, shots: Path | None, run: bool = False) -> list[dic
 
     def on_new(cur: dict) -> dict | None:
         if run and cur["prompts"]:
-            ran = run_cells_on_slide(page)
+            ran, hidden = run_cells_on_slide(page)
             cells = cell_facts(page)
-            cur = {**page.evaluate(CURRENT), "run_s": ran, "cells": cells}
+            cur = {**page.evaluate(CURRENT), "run_s": ran, "cells": cells, "hidden": hidden}
+            here = {c["code"] for c in cells}
+            moved = {t: move_control(page, t, how, shots) for t, how in (moves or {}).items() if t in here}
+            if moved:
+                cur["moved"] = moved
         order.append(cur["id"])
         if shots is not None:
             page.screenshot(path=str(shots / f"{len(order):02d}-{cur['id']}.png"))
@@ -448,7 +554,7 @@ def _walk(notebook: str, server, ctx) -> dict:
                 f.write(f"{notebook}\tfirst slide shown {first:.1f} s after page load started"
                         f" (server was ready {server.extra['ready_s']:.1f} s after start)\n")
             t0 = time.perf_counter()
-            visited = walk(page, expected, shots, run=True)
+            visited = walk(page, expected, shots, run=True, moves=moves_in(notebook))
             walk_s = time.perf_counter() - t0
             ran = sum(v.get("run_s", 0) for v in visited)
             with open(out / "first-slide-times.txt", "a") as f:
@@ -461,7 +567,13 @@ def _walk(notebook: str, server, ctx) -> dict:
     except Exception as exc:
         _WALKED[notebook] = exc
         raise
+    moved = {t: m for v in visited for t, m in v.get("moved", {}).items()}
+    for t, m in moved.items():
+        if "redraw_s" in m:
+            with open(out / "first-slide-times.txt", "a") as f:
+                f.write(f"{notebook}\tlive cell {t!r}: slider clicked, figure redrawn in {m['redraw_s']:.1f} s\n")
     _WALKED[notebook] = {"visited": visited, "cells": [c for v in visited for c in v.get("cells", [])],
+                         "moves": moved, "hidden": [h for v in visited for h in v.get("hidden", [])],
                          "expected": expected, "math": math, "first_s": first, "walk_s": walk_s, "run_s": ran}
     (out / f"{Path(notebook).stem}-cells.json").write_text(json.dumps(_WALKED[notebook]["cells"], indent=1))
     return _WALKED[notebook]
