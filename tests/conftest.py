@@ -369,20 +369,24 @@ def _new_image(cell, old: str | None, timeout_s: float) -> str | None:
     return None
 
 
-def move_control(page, text: str, how: str, shots: Path) -> dict:
+def move_control(page, text: str, how: str, shots: Path | None) -> dict:
     """Move the control of the live cell ending in ``text`` on the current slide (``how``: see
-    :func:`moves_in`); returns what the slideshow showed (``error`` when the move could not be made)."""
+    :func:`moves_in`); returns what the slideshow showed (``error`` when the move could not be made).
+    Screenshots before and after go beside ``shots`` (the deck's folder), named for the deck."""
     import time
 
     from demos.deck.walk import CURRENT
 
+    def shot(when: str) -> None:
+        if shots is not None:
+            page.screenshot(path=str(shots.parent / f"{shots.name}-live-{when}.png"))
+
     cell = page.locator("section.present .jp-CodeCell", has_text=text).first
-    stem = Path(shots).name
     got: dict = {"how": how}
     try:
         old = cell.locator(PANEL_IMG).first.get_attribute("src")
         got["slide"] = page.evaluate(CURRENT)["id"]
-        page.screenshot(path=str(shots.parent / f"{stem}-live-before.png"))
+        shot("before")
         if how == "typed":  # the slider's readout typed over, then the focused slider's arrow key
             readout = cell.locator(".widget-readout").first
             got["readout"] = [readout.inner_text().strip()]
@@ -414,7 +418,7 @@ def move_control(page, text: str, how: str, shots: Path) -> dict:
             got["figures"] = [old, new]
         after = page.evaluate(CURRENT)
         got["slide_after"], got["bottom"] = after["id"], after["bottom"]
-        page.screenshot(path=str(shots.parent / f"{stem}-live-after.png"))
+        shot("after")
     except Exception as exc:  # noqa: BLE001 (the walk goes on; the move's test fails with it)
         got["error"] = repr(exc)
     finally:
@@ -557,9 +561,11 @@ def _walk(notebook: str, server, ctx) -> dict:
             visited = walk(page, expected, shots, run=True, moves=moves_in(notebook))
             walk_s = time.perf_counter() - t0
             ran = sum(v.get("run_s", 0) for v in visited)
+            hidden = [h for v in visited for h in v.get("hidden", [])]
             with open(out / "first-slide-times.txt", "a") as f:
                 f.write(f"{notebook}\twalked {len(visited)} slides in {walk_s:.0f} s, "
-                        f"running every code cell took {ran:.0f} s\n")
+                        f"running every code cell took {ran:.0f} s; {len(hidden)} questions answered, "
+                        f"{sum(hidden)} with the figure still hidden\n")
             math = page.locator("#slide-2-0 mjx-container").count()
         finally:
             page.close()
@@ -573,7 +579,7 @@ def _walk(notebook: str, server, ctx) -> dict:
             with open(out / "first-slide-times.txt", "a") as f:
                 f.write(f"{notebook}\tlive cell {t!r}: slider clicked, figure redrawn in {m['redraw_s']:.1f} s\n")
     _WALKED[notebook] = {"visited": visited, "cells": [c for v in visited for c in v.get("cells", [])],
-                         "moves": moved, "hidden": [h for v in visited for h in v.get("hidden", [])],
+                         "moves": moved, "hidden": hidden,
                          "expected": expected, "math": math, "first_s": first, "walk_s": walk_s, "run_s": ran}
     (out / f"{Path(notebook).stem}-cells.json").write_text(json.dumps(_WALKED[notebook]["cells"], indent=1))
     return _WALKED[notebook]

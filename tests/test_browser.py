@@ -43,6 +43,8 @@ def test_every_slide_fits_and_shows_no_error(server, browser_ctx, artifacts, not
         assert v["bottom"] <= SLIDE_H + SLACK, f"{notebook} {v['id']} overflows: content reaches y={v['bottom']:.0f}"
         assert v["right"] <= SLIDE_W + SLACK, f"{notebook} {v['id']} overflows: content reaches x={v['right']:.0f}"
         assert not v["errors"], f"{notebook} {v['id']} shows an error: {v['errors']}"
+    # a panel that asks first kept its figure hidden until the walk answered (the room is asked first)
+    assert all(walked["hidden"]), f"{notebook}: a figure was on screen before its question was answered"
     if notebook == FIXTURE:  # math is typeset locally (JupyterLab's MathJax 3), nothing fetched
         assert walked["math"] >= 1
 
