@@ -300,7 +300,7 @@ def run_cells_on_slide(page, timeout_s: float = 300) -> tuple[float, list[bool]]
     import re
     import time
 
-    from demos.deck.walk import predict
+    from demos.deck.walk import FIGURE_SHOWN, predict
 
     t0 = time.perf_counter()
     hidden: list[bool] = []
@@ -321,8 +321,7 @@ def run_cells_on_slide(page, timeout_s: float = 300) -> tuple[float, list[bool]]
                 raise AssertionError(f"a cell did not finish within {timeout_s:.0f} s: {cell.inner_text()[:80]!r}")
             time.sleep(0.25)
         time.sleep(0.3)  # the panel's question lays out
-        figure = cell.locator(".jitdeck-panel .jp-OutputArea-output img").first
-        shown = figure.count() > 0 and figure.is_visible()
+        shown = cell.evaluate(FIGURE_SHOWN) == "figure"  # the walk's own reading of a drawn figure
         if predict(cell):
             hidden.append(not shown)
     time.sleep(0.5)  # let the widgets lay out
