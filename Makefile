@@ -9,7 +9,7 @@ PYTEST_ARGS ?=
 # share the executed parts, on one worker); TEST_WORKERS=0 runs them in one process
 TEST_WORKERS ?= 2
 
-.PHONY: help setup plan present test test-fast pdf html warm check walk record bench info clean clean-slides lint-slides
+.PHONY: help setup plan present test test-fast pdf html warm check check-matrix walk record bench info clean clean-slides lint-slides
 
 help:
 	@echo "make present   open the deck as a slideshow (JupyterLab + RISE on 127.0.0.1)"
@@ -20,6 +20,7 @@ help:
 	@echo "make html      offline reveal.js slides in build/html/"
 	@echo "make warm      pre-compile every demo into .cache/ so no live cell stalls on a compile"
 	@echo "make check     pre-lecture check: every demo's claims on this device, timings, environment (after make warm)"
+	@echo "make check-matrix  make check as each kind of machine (native, avx2, one-thread, busy, no-simd): one table"
 	@echo "make walk      the slideshow in headless chromium: seconds from Shift+Enter to figure on every live slide (after make warm)"
 	@echo "make bench     python -m demos bench --quick"
 	@echo "make record    python -m demos record (on a GPU machine: the reference run)"
@@ -70,6 +71,11 @@ test-fast: $(STAMP)
 
 check: $(STAMP)
 	$(PY) -m demos check
+
+# every claim by kind of machine, each in a fresh process with its own caches (a benchmark: minutes a kind)
+KINDS ?= native,avx2,one-thread,busy,no-simd
+check-matrix: $(STAMP)
+	$(PY) -m demos check-matrix --kinds $(KINDS)
 
 walk: $(STAMP)
 	$(PY) -m demos walk $(if $(PARTS),--parts $(PARTS),)

@@ -4,6 +4,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from pathlib import Path
 
 from demos import BACKENDS
 from demos.engine.errors import DemoError
@@ -169,9 +170,22 @@ def cmd_warm(args: argparse.Namespace) -> int:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    from demos.deck.check import main as check_main
+    from demos.deck.check import OUT, main as check_main
 
-    return check_main(_demos(args.demo))
+    if args.as_kind:  # in a fresh process, as that kind of machine (demos.deck.matrix)
+        from demos.deck import matrix
+
+        names = [d.key for d in _demos(args.demo)] if args.demo else None
+        return matrix.main([k.strip() for k in args.as_kind.split(",") if k.strip()], names, args.laws,
+                           Path(args.out) if args.out else matrix.OUT)
+    return check_main(_demos(args.demo), Path(args.out) if args.out else OUT, laws_only=args.laws)
+
+
+def cmd_check_matrix(args: argparse.Namespace) -> int:
+    from demos.deck import matrix
+
+    names = [d.key for d in _demos(args.demo)] if args.demo else None
+    return matrix.main([k.strip() for k in args.kinds.split(",") if k.strip()], names, args.laws)
 
 
 def cmd_quiz(args: argparse.Namespace) -> int:
@@ -322,7 +336,18 @@ def main(argv: list[str] | None = None) -> int:
     p.set_defaults(func=cmd_walk)
     p = sub.add_parser("check", help="pre-lecture check: every demo at its defaults, its claims, the environment")
     p.add_argument("--demo", help="comma-separated demos or topics (default: all)")
+    p.add_argument("--as", dest="as_kind", metavar="KIND",
+                   help="in a fresh process, as another kind of machine: native, avx2, one-thread, busy, no-simd "
+                        "(comma-separated: a matrix)")
+    p.add_argument("--laws", action="store_true", help="only the law claims (counts, structure, bytes)")
+    p.add_argument("--out", help="folder for the figures and report (default build/check, with --as build/matrix)")
     p.set_defaults(func=cmd_check)
+    p = sub.add_parser("check-matrix", help="`check` as every kind of machine, one table of claims by kind "
+                       "(build/matrix/)")
+    p.add_argument("--kinds", default="native,avx2,one-thread,busy,no-simd", help="comma-separated kinds")
+    p.add_argument("--demo", help="comma-separated demos or topics (default: all)")
+    p.add_argument("--laws", action="store_true", help="only the law claims")
+    p.set_defaults(func=cmd_check_matrix)
     p = sub.add_parser("quiz", help="the lecturer's sheet: every question the slides ask, with this machine's "
                        "answer and the record's")
     p.add_argument("--demo", help="comma-separated demos or topics (default: all)")

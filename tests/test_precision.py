@@ -55,10 +55,12 @@ def test_a_second_measurement_times_again_without_compiling_again(measured):
 
 def test_the_lever_claim_needs_bfloat16_arithmetic(measured):
     lever = topic.lever_claims["lever"]
-    with_units = {**measured, "bf16_units": True}
-    without = {**measured, "bf16_units": False}
+    with_units = {**measured, "bf16_gemm_speedup": topic.BF16_ARITHMETIC * 2}  # tensor cores, AMX
+    without = {**measured, "bf16_gemm_speedup": topic.BF16_ARITHMETIC / 4}  # dot products, or none
     assert lever.evaluate(with_units) is not None
-    assert lever.evaluate(without) is None  # bfloat16 saves bytes only: no claim
+    assert lever.evaluate(without) is None  # bfloat16 saves bytes more than arithmetic: no claim
+    assert lever.verdict(without).status == "does not apply" and "under 8×" in lever.verdict(without).condition
+    assert measured["bf16_gemm_speedup"] > 0  # measured by the demo, on this machine
     ratio = topic._bf16_eager_vs_fp32_compiled(measured)
     assert ratio == measured["rows"]["float32"]["torch_compile"]["median_s"] / measured["rows"]["bfloat16"]["torch_eager"]["median_s"]
 

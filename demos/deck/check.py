@@ -17,10 +17,11 @@ import resource
 import shutil
 import sys
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Sequence
 
+from demos.deck.claims import HOLDS, NOT_HERE
 from demos.engine.env import PROJECT_ROOT
 from demos.engine.errors import one_line, release_memory
 from demos.engine.settings import get, raw, temporarily
@@ -36,6 +37,8 @@ class Row:
     memory: str = ""
     detail: str = ""
     fix: str = ""
+    # each claim's verdict: {"key", "text", "status" (holds / fails / does not apply), "kind", "condition"}
+    verdicts: list = field(default_factory=list)
 
 
 def _reset_peak(device: str) -> None:
@@ -54,7 +57,7 @@ def _read_peak(device: str) -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20  # KiB → GiB (Linux)
 
 
-def check_demo(demo, out: Path) -> Row:
+def check_demo(demo, out: Path, laws_only: bool = False) -> Row:
     from demos.engine.devices import torch_device
     from demos.engine.plots import to_png
 
@@ -67,11 +70,12 @@ def check_demo(demo, out: Path) -> Row:
             demo.forget()  # from the declared state, as a live cell does
             data = demo.run()
             if attempt == 1:
-                result = demo.figure(data, None)
+                result = demo.draw(data, None)
                 fig = result[0] if isinstance(result, tuple) else result
                 (out / f"{demo.key}.png").write_bytes(to_png(fig))
                 seconds = time.perf_counter() - t0
-            claims = demo.check_claims(data)
+            verdicts = [v for v in demo.verdicts(data) if not laws_only or v.kind == "law"]
+            claims = {v.text: v.status == HOLDS for v in verdicts if v.status != NOT_HERE}
             failed = [c for c, ok in claims.items() if not ok]
             if not failed or attempt == 2:
                 break
@@ -85,11 +89,38 @@ def check_demo(demo, out: Path) -> Row:
     mem = f"{_read_peak(device):.2f} " + ("GiB" if device == "cuda" else "GiB RSS")
     detail = (f"claim fails here: {'; '.join(failed)}" if failed
               else f"{len(claims)} claim{'s hold' if len(claims) != 1 else ' holds'}" if claims else "draws")
+    apart = [v for v in verdicts if v.status == NOT_HERE]
+    if apart:
+        detail += f"; {len(apart)} do{'es' * (len(apart) == 1)} not apply here: " + "; ".join(
+            f"{v.key} ({v.condition})" for v in apart)
+    first = _first_on_gpu(demo, data, verdicts) if device != "cpu" else ""
+    if first:
+        detail += f"; first measurement here: {first}"
     if first_failed:
         detail += (f" ({'also ' if failed else ''}measured twice: the first measurement failed "
                    f"{'; '.join(first_failed)}{busy})")
     fix = "the slide must say what this device shows; report it" if failed else ""
-    return Row(demo.key, device, not failed, seconds, mem, detail, fix)
+    return Row(demo.key, device, not failed, seconds, mem, detail, fix,
+               [{"key": v.key, "text": v.text, "status": v.status, "kind": v.kind, "condition": v.condition}
+                for v in verdicts])
+
+
+def _first_on_gpu(demo, data: dict, verdicts: list) -> str:
+    """The GPU claims no committed record has measured, with what this GPU measured: the numbers
+    a record will confirm them with (``make record``)."""
+    from demos.deck.demo import unmeasured_on_gpu
+
+    keys = {c.key: c for c in unmeasured_on_gpu(demo)}
+    out = []
+    for v in verdicts:
+        if v.key in keys:
+            try:
+                x = keys[v.key].value(data)
+            except Exception:  # noqa: BLE001 - a value this measurement lacks
+                x = None
+            shown = f"{x:.3g}" if isinstance(x, float) else repr(x)
+            out.append(f"{v.key} {v.status} (measured {shown})")
+    return ", ".join(out)
 
 
 def _busy_line(data: dict) -> str:
@@ -133,16 +164,16 @@ def table(rows: Sequence[Row]) -> str:
     return "\n".join(lines)
 
 
-def run(demos: Sequence, out: Path = OUT, verbose: bool = True) -> list[Row]:
+def run(demos: Sequence, out: Path = OUT, verbose: bool = True, laws_only: bool = False) -> list[Row]:
     with temporarily({"DEMOS_STATIC": "1"}):  # headless: figures as PNG, no widgets (only while checking)
-        return _run(demos, out, verbose)
+        return _run(demos, out, verbose, laws_only)
 
 
-def _run(demos: Sequence, out: Path, verbose: bool) -> list[Row]:
+def _run(demos: Sequence, out: Path, verbose: bool, laws_only: bool = False) -> list[Row]:
     out.mkdir(parents=True, exist_ok=True)
     rows = check_environment()
     for demo in demos:
-        row = check_demo(demo, out)
+        row = check_demo(demo, out, laws_only)
         rows.append(row)
         if verbose:
             print(f"{'ok  ' if row.ok else 'FAIL'} {demo.key:<30} {row.seconds or 0:6.2f} s  {row.detail}", flush=True)
@@ -151,10 +182,11 @@ def _run(demos: Sequence, out: Path, verbose: bool) -> list[Row]:
     return rows
 
 
-def main(demos: Sequence) -> int:
+def main(demos: Sequence, out: Path = OUT, laws_only: bool = False) -> int:
     t0 = time.perf_counter()
-    rows = run(demos)
+    rows = run(demos, out, laws_only=laws_only)
     print()
     print(table(rows))
-    print(f"figures and report in {OUT.relative_to(PROJECT_ROOT)}/ · {time.perf_counter() - t0:.0f} s", file=sys.stderr)
+    where = out.relative_to(PROJECT_ROOT) if out.is_relative_to(PROJECT_ROOT) else out
+    print(f"figures and report in {where}/ · {time.perf_counter() - t0:.0f} s", file=sys.stderr)
     return 0 if all(r.ok for r in rows) else 1

@@ -11,6 +11,21 @@ states a threshold that no declaration of its part holds.
 measures the same quantity its own way and compares with the declared threshold
 (``claim.holds(x, "cpu")``, ``claim.threshold_for("cpu")``).
 
+Every claim says when it holds (``kind``):
+
+- a **law** (the default): exact counts, structure and bytes (kernels, graphs, breaks, guards,
+  buffers, collectives). It holds on every device kind, and the tests check it everywhere.
+- a **regime**: a timing or an accuracy that physics decides. It carries ``when``, a function of
+  the measurement that returns ``(holds, sentence)``: the condition, *measured by the demo*, in
+  words ("64 MiB per operand, over this CPU's 32 MiB L3"). The slide states it beside the verdict
+  (:func:`verdict_lines`, drawn in the figure's footer). Where the condition does not hold, the
+  claim does not apply, and the verdict says why. A regime without ``when`` is refused when it is
+  declared.
+
+What differs by machine and has no physics to state is an **observation**: no claim at all. The
+slide's question is answered by whatever this machine measures (``asks.among``, or ``asks.bands``
+with no claim), and the notes say what decides it.
+
 Per device kind (``"cpu"``/``"gpu"``, read from the measurement: its ``device``, its
 ``peaks["device"]`` or its ``backend``, or ``Claims(..., device=fn)``) a claim may differ in its
 threshold, its ``op`` and its ``text``: each may be a dict ``{"cpu": …, "gpu": …}``; a kind
@@ -35,6 +50,9 @@ _OPS: dict[str, Callable[[float, Any], bool]] = {
 
 
 KINDS = ("cpu", "gpu")
+LAW, REGIME = "law", "regime"
+# a verdict's status
+HOLDS, FAILS, NOT_HERE = "holds", "fails", "does not apply"
 
 
 def _kind(data: dict) -> str:
@@ -107,6 +125,34 @@ class Claim:
     applies: Callable[[dict], bool] | None = None
     key: str = ""
     device: Callable[[dict], str] | None = None
+    # LAW (everywhere) or REGIME (where ``when`` holds); a regime must state its condition
+    law_or_regime: str = LAW
+    when: Callable[[dict], tuple[bool, str]] | None = None
+
+    def __post_init__(self):
+        if self.law_or_regime not in (LAW, REGIME):
+            raise ValueError(f"claim {self.key!r}: law_or_regime must be {LAW!r} or {REGIME!r}")
+        if self.law_or_regime == REGIME and self.when is None:
+            raise ValueError(f"claim {self.key!r} is a regime (a timing or an accuracy): it needs when=, the "
+                             "condition its demo measures, e.g. regime(when=over_cache(...))")
+        if self.law_or_regime == LAW and self.when is not None:
+            raise ValueError(f"claim {self.key!r} has a condition: declare it with law_or_regime=REGIME")
+
+    @property
+    def is_regime(self) -> bool:
+        return self.law_or_regime == REGIME
+
+    def condition(self, data: dict) -> tuple[bool | None, str]:
+        """(does this regime's condition hold on ``data``, the measured condition in words); a law
+        always holds (True, ""). (None, why) when the measurement lacks what the condition reads
+        (a record taken before the demo measured it)."""
+        if self.when is None:
+            return True, ""
+        try:
+            ok, text = self.when(data)
+        except (KeyError, TypeError, IndexError, ZeroDivisionError, ValueError, AttributeError):
+            return None, "its condition was not measured in this run"
+        return (None if ok is None else bool(ok)), str(text)
 
     def kind(self, data: dict) -> str:
         """"cpu" or "gpu": the device kind of the measurement."""
@@ -146,31 +192,78 @@ class Claim:
             out += [(float(b[0]), float(b[1])) for o, b in pairs if o == "within" and _seq(b)]
         return list(dict.fromkeys(out))
 
-    def render(self, data: dict) -> str:
-        """The sentence, with the threshold in force on ``data`` written in."""
-        text = _per_kind(self.text, self.kind(data))
+    def makes_claim(self, kind: str) -> bool:
+        """Does the claim say anything on a device of this kind ("cpu"/"gpu")?"""
+        op, t = self.op_for(kind), self.threshold_for(kind)
+        return not (op is None or _per_kind(self.text, kind) is None or (op != "is" and t is None))
+
+    def render(self, data: dict, kind: str | None = None) -> str:
+        """The sentence, with the threshold in force on ``data`` (or on a device ``kind``) written in."""
+        kind = kind or self.kind(data)
+        text = _per_kind(self.text, kind)
         if callable(text):
             text = text(data)
         if "{" not in text:
             return text
-        t = self.threshold_for(data)
+        t = self.threshold_for(kind)
         args = tuple(t) if _seq(t) else ()
         extra = {"lo": t[0], "hi": t[-1]} if args else {}
         return text.format(*args, threshold=t, d=data, **extra)
 
-    def evaluate(self, data: dict) -> tuple[str, bool] | None:
-        """(the sentence, does it hold) — None where the claim does not apply to ``data``."""
+    def claims_on(self, data: dict) -> bool:
+        """Does this claim speak of ``data`` at all: its ``applies`` selects it, and it makes a claim
+        on the measurement's device kind."""
         if self.applies is not None and not self.applies(data):
+            return False
+        return self.makes_claim(self.kind(data))
+
+    def verdict(self, data: dict) -> "Verdict | None":
+        """The claim on ``data``: holds, fails, or does not apply here (a regime whose measured
+        condition does not hold), with the condition in words. None where the claim does not speak
+        of ``data`` (another workload, no claim on this device kind)."""
+        if not self.claims_on(data):
             return None
         kind = self.kind(data)
-        op, t = self.op_for(kind), self.threshold_for(kind)
-        if op is None or _per_kind(self.text, kind) is None or (op != "is" and t is None):
-            return None
+        ok, cond = self.condition(data)
+        if not ok:
+            return Verdict(self.render(data), NOT_HERE, self.law_or_regime, cond, self.key)
         try:
             x = self.value(data)
         except (KeyError, TypeError, IndexError, ZeroDivisionError, ValueError, AttributeError):
             x = None
-        return self.render(data), _compare(op, x, t)
+        holds = _compare(self.op_for(kind), x, self.threshold_for(kind))
+        return Verdict(self.render(data), HOLDS if holds else FAILS, self.law_or_regime, cond, self.key)
+
+    def evaluate(self, data: dict) -> tuple[str, bool] | None:
+        """(the sentence, does it hold) — None where the claim does not apply to ``data`` (nor
+        where a regime's condition does not hold: :meth:`verdict` says why)."""
+        v = self.verdict(data)
+        if v is None or v.status == NOT_HERE:
+            return None
+        return v.text, v.status == HOLDS
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """One claim on one measurement: ``status`` is HOLDS, FAILS or NOT_HERE (does not apply), and
+    ``condition`` the measured condition of a regime, in words."""
+
+    text: str
+    status: str
+    kind: str
+    condition: str = ""
+    key: str = ""
+
+    def line(self) -> str:
+        """How the slide's footer and ``make check`` say it, in one line."""
+        mark = {HOLDS: "✓ holds here", FAILS: "✗ fails here", NOT_HERE: "does not apply here"}[self.status]
+        return f"{mark}: {self.text}" + (f" — {self.condition}" if self.condition else "")
+
+
+def regime(**kwargs: Any) -> dict[str, Any]:
+    """``Claim(text, value, op, threshold, **regime(when=...))``: a timing or an accuracy, with its
+    measured condition."""
+    return {"law_or_regime": REGIME, **kwargs}
 
 
 @dataclass
@@ -198,6 +291,18 @@ class Claims:
             r = c.evaluate(data)
             if r is not None:
                 out[r[0]] = r[1]
+        return out
+
+    def verdicts(self, data: dict) -> list[Verdict]:
+        """Every claim that speaks of ``data``, with its verdict (those inside :class:`Each` too)."""
+        out: list[Verdict] = []
+        for c in self.items:
+            if isinstance(c, Each):
+                out += [v for part in c.over(data) for v in c.claims.verdicts(part)]
+            else:
+                v = c.verdict(data)
+                if v is not None:
+                    out.append(v)
         return out
 
     def thresholds(self) -> list[float]:
@@ -246,6 +351,22 @@ def evaluate(claims: Claims | Callable[[dict], dict] | None, data: dict) -> dict
     if claims is None:
         return {}
     return {str(k): bool(v) for k, v in claims(data).items()}
+
+
+def verdicts(claims: Claims | Callable[[dict], dict] | None, data: dict) -> list[Verdict]:
+    """A demo's verdicts on ``data`` (empty when it makes none); a plain ``data -> {text: holds}``
+    function's sentences are laws."""
+    if claims is None:
+        return []
+    if isinstance(claims, Claims):
+        return claims.verdicts(data)
+    return [Verdict(str(k), HOLDS if v else FAILS, LAW, "", str(k)) for k, v in claims(data).items()]
+
+
+def verdict_lines(claims: Claims | Callable[[dict], dict] | None, data: dict) -> list[str]:
+    """What the figure's footer says of the regimes: each timing or accuracy claim's verdict on
+    this measurement beside its measured condition (laws hold everywhere: the slide states them)."""
+    return [v.line() for v in verdicts(claims, data) if v.kind == REGIME]
 
 
 def declared_thresholds(demos: Iterable[Any]) -> set[float]:

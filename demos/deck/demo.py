@@ -55,7 +55,8 @@ from demos.deck.controls import (Choice, Code, Control, Float, Int, Pow2, Pow2Ra
                                  _show, _whole)
 from demos.engine import plots
 from demos.engine.env import WARMED_DIR, package_digest
-from demos.engine.devices import accelerator_disagrees, runs_here, device_kind as _device_kind
+from demos.engine.devices import accelerator_disagrees, runs_here, torch_device, device_kind as _device_kind
+from demos.engine.hardware import caches
 from demos.engine.errors import DemoError
 from demos.engine.measurement import Progress, Run
 from demos.engine.protocol import Conditions, forget_all
@@ -242,6 +243,8 @@ class Demo:
             if cond is not None:
                 data["conditions"] = cond.to_dict()
             data.setdefault("stamp", plots.live_stamp(data.get("extra", ""), cond.stamp() if cond else ""))
+            # the cache levels of the device it ran on: what a regime's condition compares with
+            data.setdefault("cache_levels", caches(str(data.get("device") or torch_device())))
             state.memo = (key, dict(data))
         data["values"] = vals
         return data, cond
@@ -303,6 +306,10 @@ class Demo:
 
         out["stamp"] = plots.machine_stamp(machine_with_precision(record), data.get("extra", ""), record.created)
         out["machine_short"] = plots.short_machine(record.machine)
+        if not out.get("cache_levels"):  # recorded before measurements carried their caches: a known GPU's L2
+            from demos.engine.peaks import recorded_caches
+
+            out["cache_levels"] = recorded_caches(record.machine)
         return out
 
     def answering_reference(self, values: dict[str, Any] | None = None) -> tuple[dict | None, str]:
@@ -344,6 +351,7 @@ class Demo:
         live stamp (the record's machine and date stamp it when drawn), slimmed, JSON. Returns it."""
         data = dict(data)
         data.pop("stamp", None)
+        data.pop("verdicts", None)
         if self.configs.slim is not None:
             data = self.configs.slim(data)
         data = json.loads(json.dumps(data, default=jsonable))
@@ -353,10 +361,33 @@ class Demo:
     def check_claims(self, data: dict) -> dict[str, bool]:
         """The slide's claims evaluated on ``data`` (empty when the demo makes none); none passes
         on an accelerator where compiled and eager results disagree."""
-        from demos.deck.claims import evaluate
+        from demos.deck.claims import NOT_HERE
 
-        found = evaluate(self.claims, data)
-        return dict.fromkeys(found, False) if found and accelerator_disagrees() else found
+        return {v.text: v.status == "holds" for v in self.verdicts(data) if v.status != NOT_HERE}
+
+    def verdicts(self, data: dict) -> list:
+        """Each claim that speaks of ``data``, with its verdict (:class:`demos.deck.claims.Verdict`);
+        on an accelerator whose compiled and eager results disagree, none holds."""
+        from demos.deck.claims import FAILS, HOLDS, verdicts
+
+        found = verdicts(self.claims, data)
+        if found and accelerator_disagrees():
+            import dataclasses
+
+            found = [dataclasses.replace(v, status=FAILS) if v.status == HOLDS else v for v in found]
+        return found
+
+    def draw(self, data: dict, reference: dict | None = None) -> Any:
+        """``figure(data, reference)``, with the regimes' verdicts on ``data`` for its footer: each
+        timing or accuracy claim beside the condition this measurement was in
+        (``plots.stamp_figure`` writes ``data["verdicts"]``), and the GPU claims that no committed
+        record has measured yet, as expectations."""
+        from demos.deck.claims import REGIME
+
+        lines = [v.line() for v in self.verdicts(data) if v.kind == REGIME]
+        if not data.get("recorded"):
+            lines += expected_on_gpu(self, data)
+        return self.figure({**data, "verdicts": lines} if lines else data, reference)
 
     # -- warming -------------------------------------------------------------------------
     def warm_up(self) -> None:
@@ -384,12 +415,12 @@ class Demo:
                                 + (f" for {', '.join(f'{k}={values.get(k)}' for k in self.match)}"
                                    if self.match else ""))
             ref = self.in_view(ref, values)  # the cell's view of the record
-            return Drawn(self.figure(ref, None), data=ref)
+            return Drawn(self.draw(ref, None), data=ref)
         t0 = time.perf_counter()
         data, cond = self._measured(values, progress)
         reference = self.reference(values)
         t1 = time.perf_counter()
-        fig = self.figure(data, reference)
+        fig = self.draw(data, reference)
         # what a redraw spent measuring and building the figure (`ui-bench` reports them apart)
         return Drawn(fig, cond, {"measure_s": t1 - t0, "figure_s": time.perf_counter() - t1}, data)
 
@@ -476,6 +507,80 @@ def load_warmed(demo: Demo, values: dict[str, Any] | None = None) -> dict | None
     when, stamp = str(saved.get("saved", "?")), str(data.get("stamp", ""))  # a stamp dated that day: the time
     data["stamp"] = f"{stamp} · by `make warm` {'at ' + when[11:] if stamp.endswith(when[:10]) else 'on ' + when}"
     return data
+
+
+# =======================================================================================
+# What the committed GPU records measured
+# =======================================================================================
+def gpu_verdicts(demo: Demo) -> dict[str, list]:
+    """Each claim key of ``demo`` → its verdicts on the committed GPU records that hold the demo
+    (newest first; empty: no GPU record has measured it). Read once per process."""
+    cached = _GPU_VERDICTS.get(demo.key)
+    if cached is None:
+        from demos.engine.results import recorded
+
+        cached = {c.key: [] for c in _claims_of(demo)}
+        for rec in (recorded() if cached else ()):
+            data = demo.reference(None, record=rec, seed=False)
+            if data is None:
+                continue
+            for v in demo.claims.verdicts(data):
+                cached.setdefault(v.key, []).append(v)
+        _GPU_VERDICTS[demo.key] = cached
+    return cached
+
+
+_GPU_VERDICTS: dict[str, dict[str, list]] = {}
+
+
+def _claims_of(demo: Demo) -> list:
+    """The declared :class:`demos.deck.claims.Claim` s of a demo (none for a plain function)."""
+    from demos.deck.claims import Claims
+
+    return list(demo.claims) if isinstance(demo.claims, Claims) else []
+
+
+def unmeasured_on_gpu(demo: Demo) -> list:
+    """The claims ``demo`` makes on a GPU that no committed GPU record has measured (held, or
+    failed, with its condition measured): expectations until a record confirms them."""
+    from demos.deck.claims import NOT_HERE
+
+    seen = gpu_verdicts(demo)
+    return [c for c in _claims_of(demo) if c.makes_claim("gpu")
+            and not any(v.status != NOT_HERE for v in seen.get(c.key, ()))]
+
+
+EXPECTED = "expected; not yet measured on a GPU"
+
+
+def expected_on_gpu(demo: Demo, data: dict) -> list[str]:
+    """The footer's line, on a measurement from a CPU (or MPS), for the GPU claims no record has
+    measured: stated as expectations, never as facts."""
+    from demos.deck.claims import Claim
+
+    if _device_kind() == "gpu":
+        return []
+    texts = []
+    for c in unmeasured_on_gpu(demo):
+        if isinstance(c, Claim) and (c.applies is None or _applies(c, data)):
+            try:
+                texts.append(c.render(data, "gpu"))
+            except (KeyError, IndexError, TypeError, ValueError):
+                texts.append(c.key)
+    texts = list(dict.fromkeys(texts))
+    if not texts:
+        return []
+    said = "; ".join(texts)
+    if len(said) > 160:  # a footer line, not a paragraph: the speaker notes state them
+        said = f"{len(texts)} of this slide's claims ({', '.join(c.key for c in unmeasured_on_gpu(demo))})"
+    return [f"On a GPU ({EXPECTED}): {said}"]
+
+
+def _applies(claim, data: dict) -> bool:
+    try:
+        return bool(claim.applies(data))
+    except Exception:  # noqa: BLE001 - a selector written for the GPU's measurement
+        return False
 
 
 # =======================================================================================

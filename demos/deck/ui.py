@@ -306,7 +306,7 @@ class Panel:
                 try:  # drawn in the cell's view (``view="kernels"``), not the one it was measured in
                     initial = self.demo.in_view(self.initial, values)
                     with drawing_into(self.slot):
-                        result = self.demo.figure(initial, self.demo.reference(values))
+                        result = self.demo.draw(initial, self.demo.reference(values))
                     self.last_data = initial
                     self.demo.adopt(self.initial, values)  # a view control redraws it, Run measures again
                 except Exception:  # a warm result this code cannot draw: measure instead

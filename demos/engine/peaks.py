@@ -29,14 +29,25 @@ FUSED = frozenset({"torch_compile", "jax_jit"})
 
 # Spec-sheet peaks (NVIDIA H200/H100/A100 datasheets; dense, no structured sparsity). FP32 is the
 # non-tensor-core rate, which full-precision fp32 matmuls get (the deck disables TF32 in both
-# frameworks). Rows: name, keywords all found in the device name, bandwidth, fp32, bf16 (= fp16).
+# frameworks). Rows: name, keywords all found in the device name, bandwidth, fp32, bf16 (= fp16),
+# L2 cache (the whitepapers: 50 MB on the GH100 parts, 40 MB on the A100; torch's
+# L2_cache_size reads 50 MiB on an H100).
 SPEC_SHEETS: tuple[dict[str, Any], ...] = tuple(
-    {"name": n, "match": m, "bandwidth": bw, "float32": f32, "bfloat16": b16, "float16": b16}
-    for n, m, bw, f32, b16 in (("H200 SXM", ("h200",), 4.8e12, 67e12, 989e12),
-                               ("H100 PCIe", ("h100", "pcie"), 2.0e12, 51e12, 756e12),
-                               ("H100 SXM", ("h100",), 3.35e12, 67e12, 989e12),
-                               ("A100 40GB", ("a100", "40gb"), 1.555e12, 19.5e12, 312e12),
-                               ("A100 80GB SXM", ("a100",), 2.039e12, 19.5e12, 312e12)))
+    {"name": n, "match": m, "bandwidth": bw, "float32": f32, "bfloat16": b16, "float16": b16, "l2": l2}
+    for n, m, bw, f32, b16, l2 in (("H200 SXM", ("h200",), 4.8e12, 67e12, 989e12, 50 * 2**20),
+                                   ("H100 PCIe", ("h100", "pcie"), 2.0e12, 51e12, 756e12, 50 * 2**20),
+                                   ("H100 SXM", ("h100",), 3.35e12, 67e12, 989e12, 50 * 2**20),
+                                   ("A100 40GB", ("a100", "40gb"), 1.555e12, 19.5e12, 312e12, 40 * 2**20),
+                                   ("A100 80GB SXM", ("a100",), 2.039e12, 19.5e12, 312e12, 40 * 2**20)))
+
+
+def recorded_caches(machine: dict[str, Any]) -> dict[str, Any] | None:
+    """The cache levels of a recorded machine that did not store them (records made before
+    measurements carried ``caches``): a known GPU's L2 from its spec sheet; None otherwise."""
+    spec = spec_sheet(machine.get("device_name"))
+    if machine.get("device") in (None, "cpu") or spec is None:
+        return None
+    return {"device": "GPU", "levels": {"L2": spec["l2"]}, "source": f"{spec['name']} spec sheet"}
 
 
 def spec_sheet(name: str | None) -> dict[str, Any] | None:

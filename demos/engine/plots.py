@@ -152,6 +152,9 @@ def stamp_figure(fig: Figure, data: dict[str, Any], reference: dict[str, Any] | 
     if reference is not None:
         where = "Beside it" if reference.get("seed") else "Beside it, recorded on"
         lines.append(f"{where}: {reference.get('stamp', '?')}")
+    # the regimes' verdicts with their measured conditions, and GPU claims not yet measured on a GPU
+    # (demos.deck.demo.Demo.draw)
+    lines += list(data.get("verdicts") or ())
     return _footer(fig, lines)
 
 

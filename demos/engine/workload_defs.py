@@ -362,7 +362,18 @@ def check_backend(backend: str) -> str:
     return backend
 
 
-def tolerance(dtype: str) -> dict[str, float]:
-    """How closely two forms of one workload agree (reordered/fused arithmetic)."""
-    return {"float32": dict(rtol=2e-3, atol=2e-3), "bfloat16": dict(rtol=5e-2, atol=5e-2),
-            "float16": dict(rtol=1e-2, atol=1e-2)}[dtype]
+# u: half the gap between 1 and the next number of the format
+UNIT_ROUNDOFF = {"float64": 2.0**-53, "float32": 2.0**-24, "bfloat16": 2.0**-8, "float16": 2.0**-11}
+POINTWISE_ROUNDINGS = 8  # a pointwise chain of up to 8 ops (the deck's chains have 3 to 6)
+
+
+def unit_roundoff(dtype: str) -> float:
+    return UNIT_ROUNDOFF[str(dtype).replace("torch.", "")]
+
+
+def tolerance(dtype: str, roundings: int = POINTWISE_ROUNDINGS) -> dict[str, float]:
+    """How closely two forms of one computation (fused, reordered) agree: each errs by at most
+    n·u, so they differ by at most 2·n·u (n: the roundings on its longest path, or the terms of
+    its longest sum; u: the dtype's unit roundoff; Higham's γ_n). rtol = atol = 2·n·u."""
+    t = 2 * int(roundings) * unit_roundoff(dtype)
+    return {"rtol": t, "atol": t}

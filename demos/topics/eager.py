@@ -19,7 +19,8 @@ import math
 from typing import Any, Callable
 
 from demos.deck import asks
-from demos.deck.claims import Claim, Claims
+from demos.deck.claims import Claim, Claims, regime
+from demos.deck.conditions import fmt_bytes, fmt_s, last_level, measured
 from demos.deck.demo import Choice, Configs, Demo, Pow2, Pow2Range, Reported
 from demos.engine import plots
 from demos.engine.devices import check_dtype, device_kind, require_torch, torch_device
@@ -113,6 +114,14 @@ def measure_sync_trap(run: Run, workload: str = "two_matmuls", dtype: str = "flo
             "extra": extra}
 
 
+def _paired(d: dict, backend: str) -> tuple[bool, str]:
+    """The trap's condition: both clocks read on the same calls (paired samples)."""
+    r = d["rows"][backend]
+    same = r["returned"]["n"] == r["synced"]["n"]
+    return same, (f"paired clocks: the same {r['synced']['n']} calls, each read at return and after its sync"
+                  if same else "the two clocks timed different calls")
+
+
 def _seed_trap(values: dict) -> dict | None:
     """The seed notebook timed jax.jit two_matmuls (256×1024 @ 1024×2048 @ 2048×1024) with %timeit:
     76 µs ± 45.7 µs without block_until_ready, 205 µs ± 2.85 µs with it (mean ± sd, 7 runs)."""
@@ -133,10 +142,13 @@ sync_trap = Demo(
     measure=measure_sync_trap, figure=figure_sync_trap, match=("workload", "dtype"),
     seed=Reported(_seed_trap, "the seed lecture notebook ('PyTorch and JAX') on an A100-class GPU"),
     configs=Configs(warm=[{"workload": w, "dtype": d} for w in TRAP_WORKLOADS for d in DTYPES]),
-    # one sentence per backend measured (two measured clocks compared: no threshold)
+    # one sentence per backend measured (two measured clocks compared: no threshold). A regime whose
+    # condition is the timing's own structure: each sample reads the clock at return, then again
+    # after the sync, so its synchronised reading can never be the shorter one
     claims=Claims(*(Claim(f"{b}: the synchronised clock is never shorter than the unsynchronised one",
                           lambda d, b=b: d["rows"][b]["synced"]["median_s"] >= d["rows"][b]["returned"]["median_s"],
-                          applies=lambda d, b=b: b in d["rows"] and "error" not in d["rows"][b], key=b)
+                          applies=lambda d, b=b: b in d["rows"] and "error" not in d["rows"][b], key=b,
+                          **regime(when=lambda d, b=b: _paired(d, b)))
                     for b in ("torch_eager", "torch_compile", "jax_eager", "jax_jit"))),
     # the seed's own example is jax.jit (205 µs synchronised against 76 µs at return)
     ask=asks.bands("jax.jit, two_matmuls: the clock read after synchronising ÷ the clock read when the call "
@@ -313,14 +325,41 @@ def _p10_ratio(d: dict, big: int | None, small: int) -> float | None:
     return t[big] / t[small] if big in t and small in t else None
 
 
+def _overhead_bound_at(n: int):
+    """Flat where the per-call floor outweighs moving the data: the bandwidth time of ``n``
+    elements (this machine's copy bandwidth) is under the op's floor (its latency at N=1)."""
+    def when(d: dict) -> tuple[bool, str]:
+        op, bw = d["op"], d["bandwidth_Bps"]
+        move, floor = n * d["bytes_per_elem"][op] / bw, d["floors_s"][op]
+        ok = move < floor
+        return ok, (f"overhead-bound: moving 2^{n.bit_length() - 1} elements takes {fmt_s(move)} at "
+                    f"{bw / 1e9:.0f} GB/s, {'under' if ok else 'not under'} the {fmt_s(floor)} floor per call")
+    return when
+
+
+def _streams_at_top(d: dict) -> tuple[bool, str]:
+    """∝ N where the top quarter of the sweep streams from memory: 2^(hi-2) elements' bytes
+    per call over the device's largest cache."""
+    op, top = d["op"], d["Ns"][-1]
+    nbytes = top // 4 * d["bytes_per_elem"][op]
+    name, size, device = last_level(d)
+    return nbytes > size, (f"memory-bound: {fmt_bytes(nbytes)} per call at 2^{(top // 4).bit_length() - 1}, "
+                           f"{'over' if nbytes > size else 'inside'} this {device}'s {fmt_bytes(size)} {name}")
+
+
 # Flat at small N, then growing with N (on a GPU ∝ N: the band of the GPU test)
 regimes_claims = Claims(
     Claim("{d[op]} is flat at small N: 2^8 elements cost under {threshold:g}× what 2^4 cost",
-          lambda d: _p10_ratio(d, 2**8, 2**4), "<", 2.0, key="flat"),
+          lambda d: _p10_ratio(d, 2**8, 2**4), "<", 2.0, key="flat", **regime(when=_overhead_bound_at(2**8))),
     Claim("{d[op]} ∝ N at the top: 4× the elements cost {lo:g}–{hi:g}× the time",
-          lambda d: _p10_ratio(d, None, -4), "within", {"gpu": (2.5, 6.0)}, key="linear"),
+          lambda d: _p10_ratio(d, None, -4), "within", {"gpu": (2.5, 6.0)}, key="linear",
+          **regime(when=_streams_at_top)),
+    # past the crossover the op pays for its bytes: 16× the elements at the top, where 2^(hi-4) is
+    # already over the crossover, cost close to 16× the time
     Claim("{d[op]} is no longer flat at the top: 16× the elements cost over {threshold:g}× the time",
-          lambda d: _p10_ratio(d, None, -16), ">", {"cpu": 4.0}, key="rising"),
+          lambda d: _p10_ratio(d, None, -16), ">", {"cpu": 4.0}, key="rising",
+          **regime(when=measured(lambda d: d["Ns"][-1] / 16 / d["crossover"][d["op"]], ">=", 1.0,
+                                 "bandwidth-bound at the top: N/16 there is {x:.0f}× the crossover N, {cmp} 1×"))),
 )
 
 

@@ -24,7 +24,8 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from demos.deck import asks
-from demos.deck.claims import Claim, Claims
+from demos.deck.claims import Claim, Claims, regime
+from demos.deck.conditions import over_cache
 from demos.deck.demo import Choice, Configs, Demo, Pow2
 from demos.engine import plots
 from demos.engine.devices import BACKENDS, device_kind, require_jax, torch_device
@@ -182,7 +183,7 @@ def _warm_latency(demo: Demo) -> None:
 latency_claims = Claims(
     Claim("eager must move {0:g}N elements, fused {1:g}N", elements_moved, "==", (15, 3), key="bytes"),
     Claim("torch.compile beats torch eager by over {threshold:g}×", lambda d: d["speedup_torch"], ">",
-          {"gpu": 2.0}, key="speedup"),
+          {"gpu": 2.0}, key="speedup", **regime(when=over_cache(lambda d: d["N"] * ITEMSIZE[d["dtype"]]))),
 )
 
 

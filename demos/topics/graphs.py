@@ -18,7 +18,8 @@ from __future__ import annotations
 from typing import Any
 
 from demos.deck import asks
-from demos.deck.claims import Claim, Claims
+from demos.deck.claims import Claim, Claims, regime
+from demos.deck.conditions import measured
 from demos.deck.demo import Configs, Demo
 from demos.engine.devices import device_kind, torch_device
 from demos.engine.measurement import Run
@@ -72,6 +73,7 @@ def _ro(d: dict) -> dict:
     return d["rows"]["torch_compile_ro"]
 
 
+LAUNCH_BOUND = 10  # kernels per step from which the host's launches are a batch-1 step's cost
 replay_claims = Claims(
     Claim("a CPU launches no kernels: {threshold} launches per step in every form",
           lambda d: max(r["kernel_launches"] + r["graph_launches"] for r in d["rows"].values()), "==",
@@ -81,9 +83,12 @@ replay_claims = Claims(
     Claim("the replay launches fewer kernels from the host than the default compile",
           lambda d: _ro(d)["kernel_launches"] < d["rows"]["torch_compile"]["kernel_launches"],
           applies=lambda d: "torch_compile_ro" in d["rows"], key="fewer"),
+    # CUDA graphs pay where the host's launches are the step's cost: many kernels per step
     Claim("at batch 1, reduce-overhead's step is faster than the default compile's",
           lambda d: _ro(d)["median_s"] < d["rows"]["torch_compile"]["median_s"],
-          applies=lambda d: "torch_compile_ro" in d["rows"], key="pays"),
+          applies=lambda d: "torch_compile_ro" in d["rows"], key="pays",
+          **regime(when=measured(lambda d: d["rows"]["torch_compile"]["kernel_launches"], ">=", LAUNCH_BOUND,
+                                 "launch-bound: the default compile launches {x:g} kernels per step, {cmp} {t:g}"))),
 )
 
 

@@ -33,7 +33,8 @@ import statistics
 from typing import Any, Callable, Sequence
 
 from demos.deck import asks
-from demos.deck.claims import Claim, Claims, Each
+from demos.deck.claims import Claim, Claims, Each, regime
+from demos.deck.conditions import measured
 from demos.deck.demo import Choice, Configs, Demo, Int
 from demos.engine import plots
 from demos.introspection import coldcompile
@@ -102,14 +103,23 @@ def _xla_compile_faster_warm(d: dict[str, Any]) -> bool:
 
 
 # The compile-latency slide: the first call pays for compiling, a warm cache much less
+# The regimes: a steady call short next to a compile; a cold compile long enough to have code
+# generation worth caching (Inductor's C++/Triton, XLA's codegen)
+STEADY_CALL_S, COLD_COMPILE_S, XLA_COMPILE_S = 0.01, 1.0, 0.01
 latency_claims = Claims(
     Claim("torch.compile: the first call pays for compiling (cold: over {threshold:g} steady-state calls)",
-          lambda d: _torch_latency(d)["cold"]["first_s"] / _torch_latency(d)["steady_s"], ">", 10, key="first_call"),
+          lambda d: _torch_latency(d)["cold"]["first_s"] / _torch_latency(d)["steady_s"], ">", 10, key="first_call",
+          **regime(when=measured(lambda d: _torch_latency(d)["steady_s"], "<", STEADY_CALL_S,
+                                 "a steady-state call takes {xs}, {cmp} {ts}"))),
     Claim("torch.compile: a warm disk cache pays much less (cold first call over {threshold:g}× the warm one)",
           lambda d: _torch_latency(d)["cold"]["first_s"] / _torch_latency(d)["warm"]["first_s"], ">", 1.5,
-          key="warm_cache"),
+          key="warm_cache",
+          **regime(when=measured(lambda d: _torch_latency(d)["cold"]["first_s"], ">", COLD_COMPILE_S,
+                                 "code generation to cache: the cold first call took {xs}, {cmp} {ts}"))),
     Claim("jax.jit: XLA's compile step is quicker from the warm cache than cold", _xla_compile_faster_warm,
-          applies=lambda d: d["backends"].get("jax_jit") is not None, key="jax_warm_cache"),
+          applies=lambda d: d["backends"].get("jax_jit") is not None, key="jax_warm_cache",
+          **regime(when=measured(lambda d: d["backends"]["jax_jit"]["cold"]["parts"]["XLA compile (or cache load)"],
+                                 ">", XLA_COMPILE_S, "XLA's cold compile step took {xs}, {cmp} {ts}"))),
 )
 
 
@@ -291,12 +301,15 @@ def _trap(d: dict[str, Any]) -> bool:
     return "static" in total and len(others) == 3 and total["static"] > max(others)
 
 
+TRAP_COMPILES = 4  # the trap is its recompiles: each one a compile the other modes do not pay
 # Every mode's claims, and the recurring trap: dynamic=False costs more than the rest
 modes_claims = Claims(
     Claim("every mode ran the sweep", lambda d: not d["errors"], key="ran"),
     Each(session_claims, lambda d: [{**s, "mode": m} for m, s in d["modes"].items()]),
     Claim("the recurring trap: dynamic=False's sweep takes longer than eager's, auto dynamic's and mark_dynamic's",
-          _trap, key="trap"),
+          _trap, key="trap",
+          **regime(when=measured(lambda d: d["modes"]["static"]["compiles"], ">=", TRAP_COMPILES,
+                                 "dynamic=False compiled {x:g} times in the sweep, {cmp} {t:g}"))),
 )
 
 

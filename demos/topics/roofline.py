@@ -29,14 +29,16 @@ import statistics
 from typing import Any
 
 from demos.deck import asks
-from demos.deck.claims import Claim, Claims
+from demos.deck.claims import Claim, Claims, regime
+from demos.deck.conditions import measured, over_cache
+from demos.engine.hardware import caches
 from demos.deck.demo import Choice, Configs, Demo, Pow2
 from demos.engine import plots
 from demos.engine.devices import check_dtype, device_kind, dtype_supported, torch_device
 from demos.engine.errors import DemoError, unknown_name
 from demos.engine.measurement import Run
 from demos.engine.peaks import compile_forms, measure_form, measure_forms, peaks, peaks_for
-from demos.engine.workloads import get as get_workload
+from demos.engine.workloads import ITEMSIZE, get as get_workload
 from demos.topics.roofline_figures import (SEED, MODE_LABELS, figure_overheads, figure_payoff,  # noqa: F401 (SEED)
                                            figure_predicted, figure_roofline, pow_text, short_sizes, speedup)
 from demos.topics.roofline_points import explain, make_point  # noqa: F401 (explain)
@@ -86,13 +88,26 @@ def _compile(workloads, size_sets, backends=BACKENDS3, mode: str | None = None) 
                   backends, mode)
 
 
+def chain_past_cache(kind: str | None = None) -> int:
+    """The chain's default N on a CPU: the smallest power of two from 2^20 whose float32 operand
+    is over this CPU's largest cache (2^24 under a 32 MiB L3), at most 2^25; 2^24 where the
+    caches cannot be read. Compiling the chain pays where eager's passes stream from memory."""
+    levels = caches("cpu").get("levels") or {}
+    if not levels:
+        return 2**24
+    n = 2**20
+    while n * 4 <= max(levels.values()) and n < 2**25:
+        n *= 2
+    return n
+
+
 def payoff_defaults(kind: str | None = None) -> dict[str, int]:
     """Panel sizes: N (chain length), T (rows of X / tokens B·S), D (model dim), H (hidden)."""
     if (kind or device_kind()) == "gpu":
         # N: at 2^23 an H100's compiled chain (a ~12 µs kernel) read 96–152 µs of host time per
         # call, so "compiling pays" hung on the host; at 2^25 the kernel's bytes dominate again
         return {"N": 2**25, "T": 8192, "D": 1024, "H": 2048, "S": 1024}
-    return {"N": 2**20, "T": 256, "D": 512, "H": 1024, "S": 128}
+    return {"N": chain_past_cache(), "T": 256, "D": 512, "H": 1024, "S": 128}
 
 
 def workload_params(workload: str, sizes: dict[str, int], kind: str | None = None) -> dict[str, int]:
@@ -158,7 +173,7 @@ def measure_payoff(run: Run, N: int | None = None, T: int | None = None, D: int 
 
 def _payoff_controls(kind: str) -> list:
     d, gpu = payoff_defaults(kind), kind == "gpu"
-    return [Pow2("N", d["N"], label="chain N", lo=12, hi=26 if gpu else 23),
+    return [Pow2("N", d["N"], label="chain N", lo=12, hi=26),
             Pow2("T", d["T"], label="rows / tokens", lo=4, hi=16 if gpu else 11),
             Pow2("D", d["D"], label="model dim D", lo=6, hi=13 if gpu else 11),
             Pow2("H", d["H"], label="hidden H", lo=6, hi=14 if gpu else 12),
@@ -176,15 +191,32 @@ def _compile_speedup(d: dict[str, Any], workload: str) -> float | None:
     return speedup(d["workloads"][workload]["rows"], "torch_compile")
 
 
+def _chain_operand(d: dict[str, Any]) -> float:
+    """Bytes of one operand of the chain, as measured (payoff: its workloads; roofline: its params)."""
+    params = d["workloads"]["chain"]["params"] if "workloads" in d else d["params"]
+    return params["N"] * ITEMSIZE[d["dtype"]]
+
+
+# compiling the chain pays where eager's passes stream from memory: one operand over the largest cache
+CHAIN_STREAMS = over_cache(_chain_operand)
+GEMM_CALL_S = 1e-4  # a GEMM call this long is its arithmetic: per-call overheads are a small share
+
+
+def _gemm_bound(time_of):
+    return measured(time_of, ">=", GEMM_CALL_S, "GEMM-bound: an eager two_matmuls call takes {xs}, {cmp} {ts}")
+
+
 # The speaker notes' bands. The chain's is also the roofline arrow's "up" (roofline_claims).
 payoff_claims = Claims(
     Claim("chain: torch.compile more than {threshold:g}× faster than eager", lambda d: _compile_speedup(d, "chain"),
-          ">", {"cpu": 1.1, "gpu": 2.0}, key="chain"),
+          ">", {"cpu": 1.1, "gpu": 2.0}, key="chain", **regime(when=CHAIN_STREAMS)),
     Claim("two_matmuls gain little from compiling (compiled ÷ eager time within {lo:g}–{hi:g})",
-          lambda d: 1 / _compile_speedup(d, "two_matmuls"), "within", {"gpu": (0.7, 1.4)}, key="matmuls_band"),
+          lambda d: 1 / _compile_speedup(d, "two_matmuls"), "within", {"gpu": (0.7, 1.4)}, key="matmuls_band",
+          **regime(when=_gemm_bound(lambda d: d["workloads"]["two_matmuls"]["rows"]["torch_eager"]["median_s"]))),
     # a CPU's GEMM is the same library call either way; only "not much" is claimed there
     Claim("two_matmuls gain little from compiling (torch.compile under {threshold:g}× faster than eager)",
-          lambda d: _compile_speedup(d, "two_matmuls"), "<", {"cpu": 3.0}, key="matmuls"),
+          lambda d: _compile_speedup(d, "two_matmuls"), "<", {"cpu": 3.0}, key="matmuls",
+          **regime(when=_gemm_bound(lambda d: d["workloads"]["two_matmuls"]["rows"]["torch_eager"]["median_s"]))),
 )
 
 
@@ -235,7 +267,8 @@ roofline_claims = Claims(
     Claim("{d[workload]}: torch.compile moves the point ×{threshold} to the right (same FLOPs, 1/{threshold} of "
           "the bytes)", _moved_right, "==", 22, key="right"),
     Claim("{d[workload]}: and up, torch.compile reaches over {threshold:g}× eager's FLOP/s",
-          lambda d: speedup(_by_backend(d), "torch_compile"), ">", payoff_claims["chain"].threshold, key="up"),
+          lambda d: speedup(_by_backend(d), "torch_compile"), ">", payoff_claims["chain"].threshold, key="up",
+          **regime(when=CHAIN_STREAMS)),
     Claim("the eager chain sits on the bandwidth slope (memory-bound)",
           lambda d: _by_backend(d)["torch_eager"]["bound"] == "memory", key="memory_bound"),
 )
@@ -275,6 +308,10 @@ def _warm_predicted(_demo: Demo) -> None:
     _compile(PAYOFF_WORKLOADS, [scaled_sizes(1.0), scaled_sizes(0.25)])
 
 
+def _point_of(d: dict[str, Any], workload: str, backend: str) -> dict[str, Any]:
+    return next(p for p in d["points"] if p["workload"] == workload and p["backend"] == backend)
+
+
 def _p10_ratios(d: dict[str, Any]) -> dict[tuple[str, str], float]:
     """Best-decile time ÷ prediction per (workload, backend). Best deciles: load only slows a run
     down, so it cannot push a point towards its roof."""
@@ -284,9 +321,12 @@ def _p10_ratios(d: dict[str, Any]) -> dict[tuple[str, str], float]:
 # GEMMs near the compute roof; on a CPU the compiled chain well above it (costly math)
 predicted_claims = Claims(
     Claim("big GEMMs sit near the compute roof: two_matmuls' best form within {threshold:g}× of its prediction",
-          lambda d: min(r for (w, _), r in _p10_ratios(d).items() if w == "two_matmuls"), "<=", 4.0, key="gemm"),
+          lambda d: min(r for (w, _), r in _p10_ratios(d).items() if w == "two_matmuls"), "<=", 4.0, key="gemm",
+          **regime(when=_gemm_bound(lambda d: _point_of(d, "two_matmuls", "torch_eager")["median_s"]))),
     Claim("tanh/exp/sin cost many FLOPs, the model counts 1: the compiled chain over {threshold:g}× its prediction",
-          lambda d: _p10_ratios(d)[("chain", "torch_compile")], ">", {"cpu": 2.0}, key="chain"),
+          lambda d: _p10_ratios(d)[("chain", "torch_compile")], ">", {"cpu": 2.0}, key="chain",
+          **regime(when=measured(lambda d: _point_of(d, "chain", "torch_compile")["params"]["N"], ">=", 2**20,
+                                 "the call is its math: N = {x:,.0f} elements, {cmp} 2^20 (overheads a small share)"))),
 )
 
 
@@ -358,9 +398,13 @@ overheads_claims = Claims(
     # guards still run, and non-static inputs are copied into the graph's buffers on every replay.
     # An H100 (assets/results) read 168 µs against the default's 75 µs.
     Claim("one fused kernel, nothing to batch: reduce-overhead's floor is not below {threshold:g}× the default's",
-          lambda d: _ro_ratios(d)[0], ">=", {"gpu": 0.9}, key="floor"),
+          lambda d: _ro_ratios(d)[0], ">=", {"gpu": 0.9}, key="floor",
+          **regime(when=measured(lambda d: d["modes"]["default"][0]["median_s"], "<", 1e-3,
+                                 "overhead-bound: the default mode's smallest call takes {xs}, {cmp} {ts}"))),
     Claim("no launches to replay: reduce-overhead within {lo:g}–{hi:g}× of the default mode (median over N)",
-          lambda d: statistics.median(_ro_ratios(d)), "within", {"cpu": (0.5, 2.0)}, key="same"),
+          lambda d: statistics.median(_ro_ratios(d)), "within", {"cpu": (0.5, 2.0)}, key="same",
+          **regime(when=lambda d: (d["device"] == "cpu", f"{d['device']}: torch.compile launches no kernels here, "
+                                                         "so CUDA graphs have none to replay"))),
 )
 
 

@@ -1,0 +1,111 @@
+"""The conditions a regime claim holds under, measured by its demo and stated on its slide.
+
+A timing or an accuracy is a **regime** (:mod:`demos.deck.claims`): it holds where physics puts
+the measurement, not everywhere. Each builder here returns a ``when(data) -> (holds, sentence)``
+for ``Claim(..., **regime(when=...))``: the sentence says what was measured, whichever way it
+went ("64 MiB per operand, over this CPU's 32 MiB L3"), so the slide's footer can state it beside
+the verdict. A condition reads only the measurement (a recorded GPU run carries its own machine's
+caches and sizes), never this machine.
+
+Tolerances come from the arithmetic, not from a constant tuned on one CPU: :func:`rounding_bound`.
+"""
+from __future__ import annotations
+
+import math
+import operator
+from typing import Any, Callable
+
+from demos.engine.workload_defs import UNIT_ROUNDOFF, unit_roundoff  # noqa: F401 (re-used by the topics)
+
+Data = dict[str, Any]
+When = Callable[[Data], "tuple[bool | None, str]"]
+
+_OPS = {">": operator.gt, ">=": operator.ge, "<": operator.lt, "<=": operator.le}
+_WORDS = {">": "over", ">=": "at least", "<": "under", "<=": "at most"}
+_NOT = {">": "not over", ">=": "under", "<": "not under", "<=": "over"}
+
+
+def fmt_bytes(n: float) -> str:
+    for unit, size in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if n >= size:
+            v = n / size
+            return f"{v:.0f} {unit}" if v >= 10 or v == int(v) else f"{v:.1f} {unit}"
+    return f"{n:.0f} B"
+
+
+def fmt_s(s: float) -> str:
+    from demos.engine.timing import fmt_seconds
+
+    return fmt_seconds(s)
+
+
+def last_level(data: Data) -> tuple[str, int, str]:
+    """(name, bytes, whose) of the largest cache level the measurement's device has: its
+    ``cache_levels`` (set when it was measured; :func:`demos.engine.hardware.caches`)."""
+    c = data["cache_levels"]
+    levels = c.get("levels") or {}
+    if not levels:
+        raise KeyError("cache_levels")  # not read on this machine: the condition was not measured
+    name = max(levels, key=lambda k: levels[k])
+    return name, int(levels[name]), str(c.get("device", "CPU"))
+
+
+def over_cache(bytes_of: Callable[[Data], float], what: str = "per operand") -> When:
+    """Memory-bound from DRAM/HBM: ``bytes_of(data)`` (the working set the claim's timing
+    streams) is over the device's largest cache, so every pass of an eager op goes to memory."""
+    def when(d: Data) -> tuple[bool, str]:
+        nbytes = float(bytes_of(d))
+        name, size, device = last_level(d)
+        over = nbytes > size
+        return over, (f"memory-bound: {fmt_bytes(nbytes)} {what}, {'over' if over else 'inside'} this "
+                      f"{device}'s {fmt_bytes(size)} {name}")
+    return when
+
+
+def measured(value_of: Callable[[Data], float | None], op: str, threshold: float, text: str) -> When:
+    """A measured quantity against a bound: ``text`` is formatted with ``x`` (the quantity, or
+    its formatted form ``xs`` for a time), ``t`` (the bound, ``ts`` for a time) and ``cmp`` ("over",
+    "not over", …): "sin's steady call {xs}, {cmp} {ts}"."""
+    def when(d: Data) -> tuple[bool | None, str]:
+        x = value_of(d)
+        if x is None or (isinstance(x, float) and math.isnan(x)):
+            raise ValueError("not measured")
+        ok = _OPS[op](x, threshold)
+        return ok, text.format(x=x, t=threshold, xs=fmt_s(x), ts=fmt_s(threshold),
+                               cmp=_WORDS[op] if ok else _NOT[op])
+    return when
+
+
+def both(*conditions: When) -> When:
+    """Every condition holds; the sentence names each."""
+    def when(d: Data) -> tuple[bool, str]:
+        results = [c(d) for c in conditions]
+        return all(bool(r[0]) for r in results), "; ".join(r[1] for r in results)
+    return when
+
+
+# ---------------------------------------------------------------------------------------
+# Tolerances from the arithmetic
+# ---------------------------------------------------------------------------------------
+def rounding_bound(dtype: str, n: int, sums: int = 1) -> float:
+    """How far two evaluation orders of the same computation may drift apart, relative to the
+    size of its terms: an n-term sum in either order errs by at most γ_n ≈ n·u of Σ|terms|
+    (Higham, Accuracy and Stability of Numerical Algorithms, §3.1), so two orders differ by at
+    most 2·n·u, and ``sums`` such sums in a row add theirs."""
+    return 2 * n * unit_roundoff(dtype) * sums
+
+
+def rounding_text(dtype: str, n: int, sums: int = 1, what: str = "terms") -> str:
+    """The one line a slide states for :func:`rounding_bound` (``what``: "terms" of a sum, or
+    "roundings" along a chain of ops)."""
+    lead = f"{sums} sums of {n} {what}" if sums != 1 else f"{n} {what} on the longest path"
+    return (f"{dtype}, {lead}: two orders differ by at most 2·n·u{'·' + str(sums) if sums != 1 else ''}"
+            f" = {rounding_bound(dtype, n, sums):.2g}")
+
+
+def rounding(dtype_of: Callable[[Data], str], n_of: Callable[[Data], int], sums: int = 1) -> When:
+    """The condition of a tolerance claim: the dtype and reduction length it was derived for."""
+    def when(d: Data) -> tuple[bool, str]:
+        dt, n = dtype_of(d), int(n_of(d))
+        return dt in UNIT_ROUNDOFF, rounding_text(dt, n, sums)
+    return when
