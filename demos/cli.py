@@ -181,6 +181,12 @@ def cmd_check(args: argparse.Namespace) -> int:
     return check_main(_demos(args.demo), Path(args.out) if args.out else OUT, laws_only=args.laws)
 
 
+def cmd_records(args: argparse.Namespace) -> int:
+    from demos.deck import verified
+
+    return verified.main(readme=args.readme)
+
+
 def cmd_check_matrix(args: argparse.Namespace) -> int:
     from demos.deck import matrix
 
@@ -342,6 +348,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--laws", action="store_true", help="only the law claims (counts, structure, bytes)")
     p.add_argument("--out", help="folder for the figures and report (default build/check, with --as build/matrix)")
     p.set_defaults(func=cmd_check)
+    p = sub.add_parser("records", help="what each committed GPU record verified, and the claims none measured")
+    p.add_argument("--readme", action="store_true", help="rewrite README.md's table from the records")
+    p.set_defaults(func=cmd_records)
     p = sub.add_parser("check-matrix", help="`check` as every kind of machine, one table of claims by kind "
                        "(build/matrix/)")
     p.add_argument("--kinds", default="native,avx2,one-thread,busy,no-simd", help="comma-separated kinds")

@@ -160,3 +160,21 @@ def test_laws_and_regimes_are_both_declared():
     kinds = {c.law_or_regime for _, c in CLAIMS}
     assert kinds == {LAW, REGIME}
     assert isinstance(BY_KEY["roofline.payoff"].claims, Claims)
+
+
+def test_readme_table_of_what_each_record_verified_is_generated_from_the_records():
+    from demos.deck import verified
+
+    assert verified.readme_block() == verified.table(), "run `python -m demos records --readme`"
+    # the table reads the records: every committed H100 record is a row, and none of their claims fails
+    rows = [line for line in verified.table().splitlines() if line.startswith("| `")]
+    assert len(rows) == len(verified._records()) >= 3
+    assert all(line.split("|")[5].strip() == "0" for line in rows), rows
+
+
+def test_recorded_data_meets_the_gpu_thresholds():
+    """A record's data is judged as its own device kind (its machine's), not as this CPU."""
+    ops = BY_KEY["model.ops"]
+    data = ops.reference(None, seed=False)
+    assert data is not None and data["device"] == "cuda"
+    assert all(v.status == HOLDS for v in ops.claims.verdicts(data))

@@ -306,6 +306,7 @@ class Demo:
 
         out["stamp"] = plots.machine_stamp(machine_with_precision(record), data.get("extra", ""), record.created)
         out["machine_short"] = plots.short_machine(record.machine)
+        out.setdefault("device", record.machine.get("device"))  # whose thresholds its claims meet
         if not out.get("cache_levels"):  # recorded before measurements carried their caches: a known GPU's L2
             from demos.engine.peaks import recorded_caches
 
@@ -571,8 +572,8 @@ def expected_on_gpu(demo: Demo, data: dict) -> list[str]:
     if not texts:
         return []
     said = "; ".join(texts)
-    if len(said) > 160:  # a footer line, not a paragraph: the speaker notes state them
-        said = f"{len(texts)} of this slide's claims ({', '.join(c.key for c in unmeasured_on_gpu(demo))})"
+    if len(said) > 260:  # two footer lines at most, not a paragraph: the speaker notes state them
+        said = f"{len(texts)} claims of this slide, which its speaker notes state"
     return [f"On a GPU ({EXPECTED}): {said}"]
 
 

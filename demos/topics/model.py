@@ -35,7 +35,6 @@ from demos.engine import model_zoo as zoo
 from demos.engine.devices import device_kind, require_torch, torch_device
 from demos.engine.errors import DemoError
 from demos.engine.measurement import Run
-from demos.engine.peaks import peak_flops, peaks
 from demos.engine.timing import break_even, sync_jax, sync_torch
 from demos.introspection import profiling
 from demos.topics.model_bundle import Bundle, agreement, bundle, cpu_threads, graph_summary, threads  # noqa: F401
@@ -199,15 +198,24 @@ def measure_speed(run: Run, step: str = "inference", tokens: str | None = None, 
             skipped["jax_jit"] = str(exc)
         run.progress(0.3, "timing every form, taking turns…")
         rows = zoo.time_forms(forms, budget_s * len(forms))
+        gemm = gemm_rate(run)  # on the model's threads: what its matmuls could reach
     eager = rows["torch_eager"]["median_s"]
     speedup = {k: eager / r["median_s"] for k, r in rows.items() if k != "torch_eager"}
     hist = run.cached(("history", step, dtype, torch_device()), dict)
     hist[f"{cfg.batch}×{cfg.seq}, D={cfg.width}"] = [cfg.flops(training), speedup["torch_compile"]]
-    gemm = peak_flops(peaks(("float32",)), "float32")  # this device's float32 GEMM rate (once per process)
     return {"step": step, "cfg": vars(cfg) | {}, "rows": rows, "skipped": skipped, "speedup": speedup,
             "gemm_flops_per_s": gemm,
             "agree": None if training else b.cache["agree"], "flops": cfg.flops(training), "compile_s": b.cache[f"compile-{step}"],
             "history": dict(hist), "extra": _extra(cfg, f"{step}: ")}
+
+
+def gemm_rate(run: Run, n: int = 512) -> float:
+    """This device's float32 GEMM rate on the threads in force, in FLOP/s: 2n³ ÷ the best-decile
+    time of an n × n matmul. What a step that is all matmuls could reach."""
+    torch = require_torch()
+    g = torch.Generator().manual_seed(0)
+    a, b = (torch.randn(n, n, generator=g).to(torch_device()) for _ in range(2))
+    return 2.0 * n**3 / run.time(lambda: a @ b, sync_torch(), budget_s=0.05, min_samples=5).p10
 
 
 def _op_heavy(d: dict) -> bool:

@@ -90,13 +90,13 @@ def _compile(workloads, size_sets, backends=BACKENDS3, mode: str | None = None) 
 
 def chain_past_cache(kind: str | None = None) -> int:
     """The chain's default N on a CPU: the smallest power of two from 2^20 whose float32 operand
-    is over this CPU's largest cache (2^24 under a 32 MiB L3), at most 2^25; 2^24 where the
+    is over this CPU's largest cache (2^24 under a 32 MiB L3), at most 2^24 (the slider goes to 2^26); 2^24 where the
     caches cannot be read. Compiling the chain pays where eager's passes stream from memory."""
     levels = caches("cpu").get("levels") or {}
     if not levels:
         return 2**24
     n = 2**20
-    while n * 4 <= max(levels.values()) and n < 2**25:
+    while n * 4 <= max(levels.values()) and n < 2**24:
         n *= 2
     return n
 
