@@ -89,11 +89,23 @@ def cmd_bench(args: argparse.Namespace) -> int:
 def _demos(names: str | None = None):
     """The declared demos (all, or those named: ``topic`` or ``topic.name``, comma-separated)."""
     from demos import topics
-    from demos.deck.demo import select
 
     if names is not None and not [n for n in names.split(",") if n.strip()]:
         raise DemoError(f"--demo {names!r}: an empty list; name a demo or a topic")
     return select(topics.load(), [n.strip() for n in names.split(",") if n.strip()] if names is not None else None)
+
+
+def select(demos: list, names: list[str] | None) -> list:
+    """Demos whose key (``topic.name``) or topic is in ``names`` (all when None)."""
+    if not names:
+        return list(demos)
+    from demos.engine.errors import unknown_name
+
+    valid = [d.key for d in demos] + sorted({d.topic for d in demos})
+    for n in names:
+        if n not in valid:
+            raise unknown_name("demo", n, valid)
+    return [d for d in demos if d.key in names or d.topic in names]
 
 
 def cmd_record(args: argparse.Namespace) -> int:
@@ -182,9 +194,10 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 
 def cmd_records(args: argparse.Namespace) -> int:
+    from demos import topics
     from demos.deck import verified
 
-    return verified.main(readme=args.readme)
+    return verified.main(topics.load(), readme=args.readme)
 
 
 def cmd_check_matrix(args: argparse.Namespace) -> int:

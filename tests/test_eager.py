@@ -63,9 +63,13 @@ def test_copy_bandwidth_is_the_engines_measurement():
 def test_regimes_claims_per_device():
     Ns = eager.sweep_sizes(4, 28)
     t = {n: max(5e-6, n * 12 / 2e12) for n in Ns}  # a GPU: flat at a 5 µs floor, then bytes ÷ 2 TB/s
-    d = {"op": "add", "device": "cuda", "Ns": Ns, "series": {"add": [{"p10_s": t[n]} for n in Ns]}}
+    machine = {"floors_s": {"add": 5e-6}, "bytes_per_elem": {"add": 12}, "bandwidth_Bps": 2e12,
+               "crossover": {"add": eager.crossover(5e-6, 2e12, 12)},
+               "cache_levels": {"device": "GPU", "levels": {"L2": 50 * 2**20}}}
+    d = {"op": "add", "device": "cuda", "Ns": Ns, "series": {"add": [{"p10_s": t[n]} for n in Ns]}, **machine}
     assert all(eager.regimes_claims(d).values()) and len(eager.regimes_claims(d)) == 2
     d["series"]["add"] = [{"p10_s": 5e-6 * (1 + n / 2**20)} for n in Ns]  # CPU: 16× N at the top, ~15× the time
+    d["crossover"] = {"add": 2**20}  # 12 B per element at 2.5 TB/s: the 5 µs floor's worth
     assert all(eager.regimes_claims({**d, "device": "cpu", "Ns": Ns}).values())
     d["series"]["add"] = [{"p10_s": 5e-6} for _ in Ns]  # flat everywhere: not the slide's picture
     assert list(eager.regimes_claims({**d, "device": "cpu"}).values()) == [True, False]

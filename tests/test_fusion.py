@@ -158,8 +158,9 @@ def test_claims_on_gpu_shaped_data():
     runs = [{"counts": {"kernels": 6}}, {"counts": {"kernels": 1}}]
     assert all(fusion.timeline.check_claims({"device": "cuda", "runs": runs}).values())
     need = fusion.latency_claims["speedup"].threshold_for("gpu")  # the speedup a GPU must show
-    lat = {"device": "cuda", "N": 1, "dtype": "float32", "speedup_torch": 0.9 * need,
-           "forms": {"torch_eager": {"bytes": 60.0}, "torch_compile": {"bytes": 12.0}}}
+    lat = {"device": "cuda", "N": 2**24, "dtype": "float32", "speedup_torch": 0.9 * need,  # 64 MiB, over its L2
+           "cache_levels": {"device": "GPU", "levels": {"L2": 50 * 2**20}},
+           "forms": {"torch_eager": {"bytes": 60.0 * 2**24}, "torch_compile": {"bytes": 12.0 * 2**24}}}
     assert list(fusion.latency_claims(lat).values()) == [True, False]  # bytes 15N vs 3N; too slow a speedup
     assert list(fusion.latency_claims({**lat, "speedup_torch": 1.1 * need}).values()) == [True, True]
     assert len(fusion.latency_claims({**lat, "device": "cpu"})) == 1  # on a CPU: the bytes only

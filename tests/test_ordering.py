@@ -49,7 +49,8 @@ _SCRIPT = r'''
 import json, sys, time
 import demos
 from demos import topics
-from demos.deck.demo import save_warmed, select
+from demos.cli import select
+from demos.deck.demo import save_warmed
 from demos.engine import protocol
 sys.path.insert(0, sys.argv[3])
 from test_ordering import timings

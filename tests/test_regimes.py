@@ -13,7 +13,7 @@ import demos  # noqa: F401  (environment before torch/JAX)
 from demos import topics
 from demos.deck.claims import HOLDS, FAILS, LAW, NOT_HERE, REGIME, Claim, Claims, regime
 from demos.deck.conditions import over_cache, rounding_bound
-from demos.deck.demo import EXPECTED, expected_on_gpu, unmeasured_on_gpu
+from demos.deck.verified import EXPECTED, expected_on_gpu, unmeasured_on_gpu
 
 DEMOS = topics.load()
 BY_KEY = {d.key: d for d in DEMOS}
@@ -165,9 +165,9 @@ def test_laws_and_regimes_are_both_declared():
 def test_readme_table_of_what_each_record_verified_is_generated_from_the_records():
     from demos.deck import verified
 
-    assert verified.readme_block() == verified.table(), "run `python -m demos records --readme`"
+    assert verified.readme_block() == verified.table(DEMOS), "run `python -m demos records --readme`"
     # the table reads the records: every committed H100 record is a row, and none of their claims fails
-    rows = [line for line in verified.table().splitlines() if line.startswith("| `")]
+    rows = [line for line in verified.table(DEMOS).splitlines() if line.startswith("| `")]
     assert len(rows) == len(verified._records()) >= 3
     assert all(line.split("|")[5].strip() == "0" for line in rows), rows
 

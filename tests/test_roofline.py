@@ -305,12 +305,20 @@ def _rows(eager: float, compiled: float) -> dict:
 
 
 def test_payoff_claims_hold_for_the_seeds_a100_numbers_and_fail_when_matmuls_gain_much():
-    seed = {w: {"rows": _rows(r["torch_eager"], r["torch_compile"])} for w, r in rf.SEED.items()}
-    gpu = rf.payoff_claims({"device": "cuda", "workloads": seed})
+    seed = {w: {"rows": _rows(r["torch_eager"], r["torch_compile"]), "params": {"N": 2**25}}
+            for w, r in rf.SEED.items()}
+    l2 = {"device": "GPU", "levels": {"L2": 50 * 2**20}}  # an H100's
+    gpu = rf.payoff_claims({"device": "cuda", "dtype": "float32", "workloads": seed, "cache_levels": l2})
     assert len(gpu) == 2 and all(gpu.values()), gpu  # chain 6.7×, two_matmuls 214 vs 183 µs
-    cpu_data = {"device": "cpu", "workloads": {**seed, "two_matmuls": {"rows": _rows(5e-3, 1e-3)}}}
+    l3 = {"device": "CPU", "levels": {"L2": 2**20, "L3": 32 * 2**20}}
+    cpu_data = {"device": "cpu", "dtype": "float32", "cache_levels": l3,
+                "workloads": {**seed, "two_matmuls": {"rows": _rows(5e-3, 1e-3)}}}
     cpu = rf.payoff_claims(cpu_data)
     assert [k for k, ok in cpu.items() if not ok] == [rf.payoff_claims["matmuls"].render(cpu_data)]  # 5× is not little
+    # the chain's regime: at 2^20 (4 MiB per operand, inside a 32 MiB L3) the claim does not apply
+    inside = {**cpu_data, "workloads": {**cpu_data["workloads"], "chain": {**seed["chain"], "params": {"N": 2**20}}}}
+    v = rf.payoff_claims["chain"].verdict(inside)
+    assert v.status == "does not apply" and "4 MiB per operand, inside this CPU's 32 MiB L3" in v.condition
 
 
 def test_roofline_predicted_and_overheads_claims_per_device():

@@ -108,7 +108,7 @@ def check_demo(demo, out: Path, laws_only: bool = False) -> Row:
 def _first_on_gpu(demo, data: dict, verdicts: list) -> str:
     """The GPU claims no committed record has measured, with what this GPU measured: the numbers
     a record will confirm them with (``make record``)."""
-    from demos.deck.demo import unmeasured_on_gpu
+    from demos.deck.verified import unmeasured_on_gpu
 
     keys = {c.key: c for c in unmeasured_on_gpu(demo)}
     out = []

@@ -179,8 +179,10 @@ class Claim:
         return _compare(op, x, t)
 
     def thresholds(self) -> list[float]:
-        """Every number this claim compares with, on any device (what a note may quote)."""
+        """Every number this claim compares with, on any device, its condition's bound included
+        (what a note may quote)."""
         ts = [self.threshold.get(k) for k in KINDS] if isinstance(self.threshold, dict) else [self.threshold]
+        ts.append(getattr(self.when, "bound", None))
         return [v for t in ts for v in _numbers(t)]
 
     def bands(self) -> list[tuple[float, float]]:

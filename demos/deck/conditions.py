@@ -15,7 +15,7 @@ import math
 import operator
 from typing import Any, Callable
 
-from demos.engine.workload_defs import UNIT_ROUNDOFF, unit_roundoff  # noqa: F401 (re-used by the topics)
+from demos.engine.workload_defs import POINTWISE_ROUNDINGS, UNIT_ROUNDOFF, unit_roundoff  # noqa: F401
 
 Data = dict[str, Any]
 When = Callable[[Data], "tuple[bool | None, str]"]
@@ -73,6 +73,7 @@ def measured(value_of: Callable[[Data], float | None], op: str, threshold: float
         ok = _OPS[op](x, threshold)
         return ok, text.format(x=x, t=threshold, xs=fmt_s(x), ts=fmt_s(threshold),
                                cmp=_WORDS[op] if ok else _NOT[op])
+    when.bound = threshold  # a note may quote it, as it quotes a claim's threshold
     return when
 
 
@@ -109,3 +110,17 @@ def rounding(dtype_of: Callable[[Data], str], n_of: Callable[[Data], int], sums:
         dt, n = dtype_of(d), int(n_of(d))
         return dt in UNIT_ROUNDOFF, rounding_text(dt, n, sums)
     return when
+
+
+def pointwise(d: Data) -> tuple[bool, str]:
+    """The condition of an agreement checked with ``tolerance(dtype)``: a pointwise chain of a few ops."""
+    return True, rounding_text(d["dtype"], POINTWISE_ROUNDINGS, what="roundings")
+
+
+# ``Claim(..., **AGREES)``: an agreement claim checked with ``tolerance(dtype)`` (a regime, as every accuracy)
+AGREES = {"law_or_regime": "regime", "when": pointwise}
+
+
+def overhead_bound(time_of: Callable[[Data], float], bound_s: float, what: str) -> When:
+    """A call short enough that fixed per-call costs (launches, guards, Python) show in it."""
+    return measured(time_of, "<", bound_s, "overhead-bound: " + what + " takes {xs}, {cmp} {ts}")

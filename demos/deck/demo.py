@@ -55,7 +55,7 @@ from demos.deck.controls import (Choice, Code, Control, Float, Int, Pow2, Pow2Ra
                                  _show, _whole)
 from demos.engine import plots
 from demos.engine.env import WARMED_DIR, package_digest
-from demos.engine.devices import accelerator_disagrees, runs_here, torch_device, device_kind as _device_kind
+from demos.engine.devices import runs_here, torch_device, device_kind as _device_kind
 from demos.engine.hardware import caches
 from demos.engine.errors import DemoError
 from demos.engine.measurement import Progress, Run
@@ -243,8 +243,7 @@ class Demo:
             if cond is not None:
                 data["conditions"] = cond.to_dict()
             data.setdefault("stamp", plots.live_stamp(data.get("extra", ""), cond.stamp() if cond else ""))
-            # the cache levels of the device it ran on: what a regime's condition compares with
-            data.setdefault("cache_levels", caches(str(data.get("device") or torch_device())))
+            data.setdefault("cache_levels", caches(str(data.get("device") or torch_device())))  # regimes read them
             state.memo = (key, dict(data))
         data["values"] = vals
         return data, cond
@@ -306,12 +305,9 @@ class Demo:
 
         out["stamp"] = plots.machine_stamp(machine_with_precision(record), data.get("extra", ""), record.created)
         out["machine_short"] = plots.short_machine(record.machine)
-        out.setdefault("device", record.machine.get("device"))  # whose thresholds its claims meet
-        if not out.get("cache_levels"):  # recorded before measurements carried their caches: a known GPU's L2
-            from demos.engine.peaks import recorded_caches
+        from demos.deck.verified import as_recorded
 
-            out["cache_levels"] = recorded_caches(record.machine)
-        return out
+        return as_recorded(out, record)
 
     def answering_reference(self, values: dict[str, Any] | None = None) -> tuple[dict | None, str]:
         """The reference a question's mark quotes, and its label: the reference drawn beside
@@ -360,35 +356,20 @@ class Demo:
         return data
 
     def check_claims(self, data: dict) -> dict[str, bool]:
-        """The slide's claims evaluated on ``data`` (empty when the demo makes none); none passes
-        on an accelerator where compiled and eager results disagree."""
-        from demos.deck.claims import NOT_HERE
-
-        return {v.text: v.status == "holds" for v in self.verdicts(data) if v.status != NOT_HERE}
+        """The slide's claims on ``data``: {sentence: holds?}, those that do not apply left out."""
+        return {v.text: v.status == "holds" for v in self.verdicts(data) if v.status != "does not apply"}
 
     def verdicts(self, data: dict) -> list:
-        """Each claim that speaks of ``data``, with its verdict (:class:`demos.deck.claims.Verdict`);
-        on an accelerator whose compiled and eager results disagree, none holds."""
-        from demos.deck.claims import FAILS, HOLDS, verdicts
+        """Each claim that speaks of ``data``, with its verdict (:func:`demos.deck.verified.verdicts`)."""
+        from demos.deck.verified import verdicts
 
-        found = verdicts(self.claims, data)
-        if found and accelerator_disagrees():
-            import dataclasses
-
-            found = [dataclasses.replace(v, status=FAILS) if v.status == HOLDS else v for v in found]
-        return found
+        return verdicts(self, data)
 
     def draw(self, data: dict, reference: dict | None = None) -> Any:
-        """``figure(data, reference)``, with the regimes' verdicts on ``data`` for its footer: each
-        timing or accuracy claim beside the condition this measurement was in
-        (``plots.stamp_figure`` writes ``data["verdicts"]``), and the GPU claims that no committed
-        record has measured yet, as expectations."""
-        from demos.deck.claims import REGIME
+        """``figure(data, reference)``, with its footer's verdicts (:func:`demos.deck.verified.footer`)."""
+        from demos.deck.verified import footer
 
-        lines = [v.line() for v in self.verdicts(data) if v.kind == REGIME]
-        if not data.get("recorded"):
-            lines += expected_on_gpu(self, data)
-        return self.figure({**data, "verdicts": lines} if lines else data, reference)
+        return self.figure({**data, "verdicts": footer(self, data)}, reference)
 
     # -- warming -------------------------------------------------------------------------
     def warm_up(self) -> None:
@@ -511,96 +492,9 @@ def load_warmed(demo: Demo, values: dict[str, Any] | None = None) -> dict | None
 
 
 # =======================================================================================
-# What the committed GPU records measured
-# =======================================================================================
-def gpu_verdicts(demo: Demo) -> dict[str, list]:
-    """Each claim key of ``demo`` → its verdicts on the committed GPU records that hold the demo
-    (newest first; empty: no GPU record has measured it). Read once per process."""
-    cached = _GPU_VERDICTS.get(demo.key)
-    if cached is None:
-        from demos.engine.results import recorded
-
-        cached = {c.key: [] for c in _claims_of(demo)}
-        for rec in (recorded() if cached else ()):
-            data = demo.reference(None, record=rec, seed=False)
-            if data is None:
-                continue
-            for v in demo.claims.verdicts(data):
-                cached.setdefault(v.key, []).append(v)
-        _GPU_VERDICTS[demo.key] = cached
-    return cached
-
-
-_GPU_VERDICTS: dict[str, dict[str, list]] = {}
-
-
-def _claims_of(demo: Demo) -> list:
-    """The declared :class:`demos.deck.claims.Claim` s of a demo (none for a plain function)."""
-    from demos.deck.claims import Claims
-
-    return list(demo.claims) if isinstance(demo.claims, Claims) else []
-
-
-def unmeasured_on_gpu(demo: Demo) -> list:
-    """The claims ``demo`` makes on a GPU that no committed GPU record has measured (held, or
-    failed, with its condition measured): expectations until a record confirms them."""
-    from demos.deck.claims import NOT_HERE
-
-    seen = gpu_verdicts(demo)
-    return [c for c in _claims_of(demo) if c.makes_claim("gpu")
-            and not any(v.status != NOT_HERE for v in seen.get(c.key, ()))]
-
-
-EXPECTED = "expected; not yet measured on a GPU"
-
-
-def expected_on_gpu(demo: Demo, data: dict) -> list[str]:
-    """The footer's line, on a measurement from a CPU (or MPS), for the GPU claims no record has
-    measured: stated as expectations, never as facts."""
-    from demos.deck.claims import Claim
-
-    if _device_kind() == "gpu":
-        return []
-    texts = []
-    for c in unmeasured_on_gpu(demo):
-        if isinstance(c, Claim) and (c.applies is None or _applies(c, data)):
-            try:
-                texts.append(c.render(data, "gpu"))
-            except (KeyError, IndexError, TypeError, ValueError):
-                texts.append(c.key)
-    texts = list(dict.fromkeys(texts))
-    if not texts:
-        return []
-    said = "; ".join(texts)
-    if len(said) > 260:  # two footer lines at most, not a paragraph: the speaker notes state them
-        said = f"{len(texts)} claims of this slide, which its speaker notes state"
-    return [f"On a GPU ({EXPECTED}): {said}"]
-
-
-def _applies(claim, data: dict) -> bool:
-    try:
-        return bool(claim.applies(data))
-    except Exception:  # noqa: BLE001 - a selector written for the GPU's measurement
-        return False
-
-
-# =======================================================================================
 # The registry
 # =======================================================================================
 def registered(package: str = "") -> list[Demo]:
     """Every demo declared in ``package`` (all when empty), in declaration order
     (``demos.topics.load()`` orders them by part)."""
     return [d for d in _REGISTRY.values() if d.module.startswith(package)]
-
-
-def select(demos: Sequence[Demo], names: Sequence[str] | None) -> list[Demo]:
-    """Demos whose key (``topic.name``) or topic is in ``names`` (all when None)."""
-    if not names:
-        return list(demos)
-    from demos.engine.errors import unknown_name
-
-    valid = [d.key for d in demos] + sorted({d.topic for d in demos})
-    for n in names:
-        if n not in valid:
-            raise unknown_name("demo", n, valid)
-    return [d for d in demos if d.key in names or d.topic in names]

@@ -49,11 +49,8 @@ def kind_env(kind: str) -> dict[str, str]:
         from demos.engine.errors import unknown_name
 
         raise unknown_name("kind", kind, list(KINDS))
-    env = {k: v for k, v in os.environ.items() if k not in ("ATEN_CPU_CAPABILITY", "ONEDNN_MAX_CPU_ISA",
-                                                             "MKL_ENABLE_INSTRUCTIONS", "DEMOS_THREADS")}
-    env.update(KINDS[kind])
-    env["PYTHONWARNINGS"] = "ignore"
-    return env
+    # this process's environment with the kind's settings over it (``native``: as this process runs)
+    return dict(os.environ, **KINDS[kind], PYTHONWARNINGS="ignore")
 
 
 def cannot_build(kind: str, timeout: float = 300) -> str | None:

@@ -35,7 +35,7 @@ from typing import Any, Callable
 
 from demos.deck import asks
 from demos.deck.claims import Claim, Claims, regime
-from demos.deck.conditions import measured, rounding_text
+from demos.deck.conditions import AGREES, overhead_bound  # AGREES: allclose with tolerance(dtype), 2·n·u
 from demos.deck.demo import Choice, Configs, Demo, Pow2
 from demos.engine.convert import to_jax, to_numpy
 from demos.engine.devices import device_kind, require_jax, require_torch, set_threads, torch_device
@@ -43,7 +43,6 @@ from demos.engine.errors import DemoError, one_line
 from demos.engine.measurement import Run
 from demos.engine.timing import sync_for
 from demos.engine.workloads import compiled_torch, jitted, tolerance
-from demos.engine.workload_defs import POINTWISE_ROUNDINGS
 from demos.introspection import dynamo
 from demos.topics.internals_code import MAX_LINES, jax_side, slim_stages, source_lines, torch_side  # noqa: F401
 from demos.topics.internals_examples import VARIANTS, _bind_frameworks, _variant  # noqa: F401
@@ -58,11 +57,6 @@ PIPELINE_WORKLOADS = ("complex_activation", "chain", "two_matmuls", "mlp_block",
 # =======================================================================================
 # 1. The pipeline: both compilers, stage by stage
 # =======================================================================================
-def _pointwise_bound(d: dict[str, Any]) -> tuple[bool, str]:
-    """The agreement claims' tolerance (``tolerance(dtype)``): pointwise chains of a few ops."""
-    return True, rounding_text(d["dtype"], POINTWISE_ROUNDINGS, what="roundings")
-
-
 def _sizes(workload: str, size: str) -> dict[str, int]:
     from demos.engine.workloads import get
 
@@ -275,8 +269,7 @@ def _example_is(*names: str, fixed: bool = False) -> Callable[[dict], bool]:
 
 # The graph-break slides, for the example shown (the branch, the print, or a fix)
 breaks_claims = Claims(
-    Claim("{d[variant]}: torch.compile's output matches eager", lambda d: d["torch_matches"], key="matches",
-          **regime(when=_pointwise_bound)),
+    Claim("{d[variant]}: torch.compile's output matches eager", lambda d: d["torch_matches"], key="matches", **AGREES),
     Claim("branch on a tensor value: torch.compile makes {0} graphs and {1} break, at the `if`",
           lambda d: _graphs_breaks(d) if _break_at(d, "if ") else None, "==", (2, 1), applies=_example_is("branch"),
           key="branch_breaks"),
@@ -293,7 +286,7 @@ breaks_claims = Claims(
     Claim("{d[variant]}: torch.compile makes {0} graph, {1} breaks", _graphs_breaks, "==", (1, 0),
           applies=_example_is(fixed=True), key="fixed_graphs"),
     Claim("{d[variant]}: jax.jit runs it, matching torch eager", lambda d: d["jax"]["ok"] and d["jax"].get("matches", False),
-          applies=_example_is(fixed=True), key="fixed_jax", **regime(when=_pointwise_bound)),
+          applies=_example_is(fixed=True), key="fixed_jax", **AGREES),
 )
 
 
@@ -388,14 +381,11 @@ cost_claims = Claims(
           lambda d: tuple(_cost_rows(d)[k].get("graphs") for k in ("compile_branch", "compile_where", "compile_cond")),
           "==", (2, 1, 1), key="graphs"),
     Claim("every form runs and agrees with eager within tolerance",
-          lambda d: all("error" not in r and r.get("matches_eager") for r in d["rows"]), key="agree",
-          **regime(when=_pointwise_bound)),
-    # a break costs a second graph's launches and guard checks: visible where a call is short
+          lambda d: all("error" not in r and r.get("matches_eager") for r in d["rows"]), key="agree", **AGREES),
     Claim({"gpu": "on a GPU, the one-graph torch.where beats the broken compile"},
           lambda d: _cost_rows(d)["compile_where"]["median_s"] < _cost_rows(d)["compile_branch"]["median_s"],
-          key="where_faster",
-          **regime(when=measured(lambda d: _cost_rows(d)["compile_branch"]["median_s"], "<", 1e-3,
-                                 "overhead-bound: the broken compile's call takes {xs}, {cmp} {ts}"))),
+          key="where_faster", **regime(when=overhead_bound(  # a break's launches and guards show in a short call
+              lambda d: _cost_rows(d)["compile_branch"]["median_s"], 1e-3, "the broken compile's call"))),
 )
 
 

@@ -29,7 +29,7 @@ from typing import Any, Callable
 
 from demos.deck import asks
 from demos.deck.claims import Claim, Claims, regime
-from demos.deck.conditions import measured, rounding_bound, rounding_text
+from demos.deck.conditions import measured, rounding_text
 from demos.deck.demo import Choice, Configs, Demo, Pow2
 from demos.engine import model_zoo as zoo
 from demos.engine.devices import device_kind, require_torch, torch_device
@@ -38,6 +38,7 @@ from demos.engine.measurement import Run
 from demos.engine.timing import break_even, sync_jax, sync_torch
 from demos.introspection import profiling
 from demos.topics.model_bundle import Bundle, agreement, bundle, cpu_threads, graph_summary, threads  # noqa: F401
+from demos.topics.model_bundle import GEMM_BOUND, OP_BOUND, agreement_bound, gemm_rate  # the speed claims' regimes
 from demos.topics.model_compile_cost import CACHES, faster_compile, fill_caches, first_step, stance_loops, warm_compiler
 from demos.topics.model_figures import (figure_backward, figure_compile_cost, figure_ops, figure_speed,
                                         ops_totals)
@@ -209,54 +210,27 @@ def measure_speed(run: Run, step: str = "inference", tokens: str | None = None, 
             "history": dict(hist), "extra": _extra(cfg, f"{step}: ")}
 
 
-def gemm_rate(run: Run, n: int = 512) -> float:
-    """This device's float32 GEMM rate on the threads in force, in FLOP/s: 2n³ ÷ the best-decile
-    time of an n × n matmul. What a step that is all matmuls could reach."""
-    torch = require_torch()
-    g = torch.Generator().manual_seed(0)
-    a, b = (torch.randn(n, n, generator=g).to(torch_device()) for _ in range(2))
-    return 2.0 * n**3 / run.time(lambda: a @ b, sync_torch(), budget_s=0.05, min_samples=5).p10
-
-
 def _op_heavy(d: dict) -> bool:
     c, o = d["cfg"], OP_HEAVY["cpu"]
     return f"{c['batch']}x{c['seq']}" == o["tokens"] and c["width"] == o["width"]
 
 
-# The speed slide at its defaults claims agreement only (the speedup there is inside the noise of a
-# shared CPU); the training-step speedups apply where the notes state them: an op-heavy size and a
-# big-matmul width on a CPU, the defaults on a GPU
-def _agreement_bound(d: dict) -> float:
-    """Two orders of the forward's float32 sums (D terms each, a few per layer) drift apart by at
-    most 2·D·u per sum (conditions.rounding_bound): one sum per layer is the scale used."""
-    return rounding_bound(d["cfg"]["dtype"], d["cfg"]["width"], d["cfg"]["layers"])
-
-
-def _gemm_share(d: dict) -> float:
-    """Eager's step in FLOP/s ÷ this device's float32 GEMM rate: how much of the step is arithmetic."""
-    return d["flops"] / d["rows"]["torch_eager"]["median_s"] / d["gemm_flops_per_s"]
-
-
-GEMM_SHARE = 0.25  # under a quarter of the GEMM rate: the step's time is its ops, not its matmuls
-_OP_BOUND = measured(_gemm_share, "<", GEMM_SHARE,
-                     "op-bound: eager's step runs at {x:.0%} of this device's float32 GEMM rate, {cmp} {t:.0%}")
-_GEMM_BOUND = measured(_gemm_share, ">=", GEMM_SHARE,
-                       "GEMM-bound: eager's step runs at {x:.0%} of this device's float32 GEMM rate, {cmp} {t:.0%}")
+# At its defaults the speed slide claims agreement only (the speedup is inside a shared CPU's noise); the
+# training-step speedups are regimes: op-bound (an op-heavy size; a GPU's defaults) or GEMM-bound (D=512)
 speed_claims = Claims(
-    Claim("every form's forward output agrees with eager: max|Δ| ÷ max|y| within the rounding bound "
-          "(÷ the bound under {threshold:g})",
-          lambda d: max(d["agree"].values()) / _agreement_bound(d), "<", 1.0,
+    Claim("every form's forward output agrees with eager: max|Δ| ÷ max|y| ÷ the rounding bound under {threshold:g}",
+          lambda d: max(d["agree"].values()) / agreement_bound(d), "<", 1.0,
           applies=lambda d: d.get("agree") is not None and d["cfg"]["dtype"] == "float32", key="agree",
           **regime(when=lambda d: (True, rounding_text(d["cfg"]["dtype"], d["cfg"]["width"], d["cfg"]["layers"])))),
     Claim("training step at an op-heavy size ({d[cfg][batch]} × {d[cfg][seq]}, D={d[cfg][width]}): torch.compile "
           "over {threshold:g}× eager's speed", lambda d: d["speedup"]["torch_compile"], ">", {"cpu": 1.0},
-          applies=lambda d: d["step"] == "training" and _op_heavy(d), key="op_heavy", **regime(when=_OP_BOUND)),
+          applies=lambda d: d["step"] == "training" and _op_heavy(d), key="op_heavy", **regime(when=OP_BOUND)),
     Claim("training step, D={d[cfg][width]} (big matmuls): compiling no longer pays, under {threshold:g}× eager's "
           "speed", lambda d: d["speedup"]["torch_compile"], "<", {"cpu": 1.15},
           applies=lambda d: d["step"] == "training" and d["cfg"]["width"] == WIDTHS["cpu"][-1],
-          key="big_matmuls", **regime(when=_GEMM_BOUND)),
+          key="big_matmuls", **regime(when=GEMM_BOUND)),
     Claim("training step: torch.compile over {threshold:g}× eager's speed", lambda d: d["speedup"]["torch_compile"],
-          ">", {"gpu": 1.0}, applies=_step("training"), key="training", **regime(when=_OP_BOUND)),
+          ">", {"gpu": 1.0}, applies=_step("training"), key="training", **regime(when=OP_BOUND)),
     device=_device,
 )
 

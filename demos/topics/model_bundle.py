@@ -12,10 +12,12 @@ import operator
 from collections import OrderedDict
 from typing import Any
 
+from demos.deck.conditions import measured, rounding_bound
 from demos.engine import model_zoo as zoo
 from demos.engine.devices import device_kind, require_torch, torch_device
 from demos.engine.errors import DemoError, release_memory
 from demos.engine.measurement import Run
+from demos.engine.timing import sync_torch
 from demos.engine.settings import get as get_setting
 from demos.introspection import codegen
 from demos.introspection.hooks import InductorBackend
@@ -107,3 +109,33 @@ def agreement(b: Bundle) -> dict[str, float]:
         outs |= zoo.jax_outputs(b.model, b.x, b.cfg.heads)
     scale = float(np.abs(ref).max())
     return {k: float(np.abs(v - ref).max()) / scale for k, v in outs.items()}
+
+
+# =======================================================================================
+# The speed slide's regimes: where compiling the step pays (op-bound) and where it cannot (GEMM-bound)
+# =======================================================================================
+def gemm_rate(run: Run, n: int = 512) -> float:
+    """This device's float32 GEMM rate on the threads in force, in FLOP/s: 2n³ ÷ the best-decile
+    time of an n × n matmul. What a step that is all matmuls could reach."""
+    torch = require_torch()
+    g = torch.Generator().manual_seed(0)
+    a, b = (torch.randn(n, n, generator=g).to(torch_device()) for _ in range(2))
+    return 2.0 * n**3 / run.time(lambda: a @ b, sync_torch(), budget_s=0.05, min_samples=5).p10
+
+
+def agreement_bound(d: dict) -> float:
+    """Two orders of the forward's float32 sums (D terms each, a few per layer) drift apart by at
+    most 2·D·u per sum (conditions.rounding_bound): one sum per layer is the scale used."""
+    return rounding_bound(d["cfg"]["dtype"], d["cfg"]["width"], d["cfg"]["layers"])
+
+
+def gemm_share(d: dict) -> float:
+    """Eager's step in FLOP/s ÷ this device's float32 GEMM rate: how much of the step is arithmetic."""
+    return d["flops"] / d["rows"]["torch_eager"]["median_s"] / d["gemm_flops_per_s"]
+
+
+GEMM_SHARE = 0.25  # under a quarter of the GEMM rate: the step's time is its ops, not its matmuls
+OP_BOUND = measured(gemm_share, "<", GEMM_SHARE,
+                    "op-bound: eager's step runs at {x:.0%} of this device's float32 GEMM rate, {cmp} {t:.0%}")
+GEMM_BOUND = measured(gemm_share, ">=", GEMM_SHARE,
+                      "GEMM-bound: eager's step runs at {x:.0%} of this device's float32 GEMM rate, {cmp} {t:.0%}")

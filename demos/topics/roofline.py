@@ -30,18 +30,18 @@ from typing import Any
 
 from demos.deck import asks
 from demos.deck.claims import Claim, Claims, regime
-from demos.deck.conditions import measured, over_cache
-from demos.engine.hardware import caches
+from demos.deck.conditions import measured
 from demos.deck.demo import Choice, Configs, Demo, Pow2
 from demos.engine import plots
 from demos.engine.devices import check_dtype, device_kind, dtype_supported, torch_device
 from demos.engine.errors import DemoError, unknown_name
 from demos.engine.measurement import Run
 from demos.engine.peaks import compile_forms, measure_form, measure_forms, peaks, peaks_for
-from demos.engine.workloads import ITEMSIZE, get as get_workload
+from demos.engine.workloads import get as get_workload
 from demos.topics.roofline_figures import (SEED, MODE_LABELS, figure_overheads, figure_payoff,  # noqa: F401 (SEED)
                                            figure_predicted, figure_roofline, pow_text, short_sizes, speedup)
 from demos.topics.roofline_points import explain, make_point  # noqa: F401 (explain)
+from demos.topics.roofline_points import CHAIN_STREAMS, chain_past_cache, gemm_bound  # the regimes
 
 PAYOFF_WORKLOADS = ("two_matmuls", "chain", "mlp_block")
 ROOF_WORKLOADS = ("chain", "two_matmuls", "mlp_block", "complex_activation")
@@ -86,19 +86,6 @@ def _compile(workloads, size_sets, backends=BACKENDS3, mode: str | None = None) 
     """`make warm`: every form once at each set of sizes, in every dtype here."""
     compile_forms([(w, workload_params(w, sizes)) for sizes in size_sets for w in workloads], dtype_options(),
                   backends, mode)
-
-
-def chain_past_cache(kind: str | None = None) -> int:
-    """The chain's default N on a CPU: the smallest power of two from 2^20 whose float32 operand
-    is over this CPU's largest cache (2^24 under a 32 MiB L3), at most 2^24 (the slider goes to 2^26); 2^24 where the
-    caches cannot be read. Compiling the chain pays where eager's passes stream from memory."""
-    levels = caches("cpu").get("levels") or {}
-    if not levels:
-        return 2**24
-    n = 2**20
-    while n * 4 <= max(levels.values()) and n < 2**24:
-        n *= 2
-    return n
 
 
 def payoff_defaults(kind: str | None = None) -> dict[str, int]:
@@ -191,32 +178,17 @@ def _compile_speedup(d: dict[str, Any], workload: str) -> float | None:
     return speedup(d["workloads"][workload]["rows"], "torch_compile")
 
 
-def _chain_operand(d: dict[str, Any]) -> float:
-    """Bytes of one operand of the chain, as measured (payoff: its workloads; roofline: its params)."""
-    params = d["workloads"]["chain"]["params"] if "workloads" in d else d["params"]
-    return params["N"] * ITEMSIZE[d["dtype"]]
-
-
-# compiling the chain pays where eager's passes stream from memory: one operand over the largest cache
-CHAIN_STREAMS = over_cache(_chain_operand)
-GEMM_CALL_S = 1e-4  # a GEMM call this long is its arithmetic: per-call overheads are a small share
-
-
-def _gemm_bound(time_of):
-    return measured(time_of, ">=", GEMM_CALL_S, "GEMM-bound: an eager two_matmuls call takes {xs}, {cmp} {ts}")
-
-
 # The speaker notes' bands. The chain's is also the roofline arrow's "up" (roofline_claims).
 payoff_claims = Claims(
     Claim("chain: torch.compile more than {threshold:g}× faster than eager", lambda d: _compile_speedup(d, "chain"),
           ">", {"cpu": 1.1, "gpu": 2.0}, key="chain", **regime(when=CHAIN_STREAMS)),
     Claim("two_matmuls gain little from compiling (compiled ÷ eager time within {lo:g}–{hi:g})",
           lambda d: 1 / _compile_speedup(d, "two_matmuls"), "within", {"gpu": (0.7, 1.4)}, key="matmuls_band",
-          **regime(when=_gemm_bound(lambda d: d["workloads"]["two_matmuls"]["rows"]["torch_eager"]["median_s"]))),
+          **regime(when=gemm_bound(lambda d: d["workloads"]["two_matmuls"]["rows"]["torch_eager"]["median_s"]))),
     # a CPU's GEMM is the same library call either way; only "not much" is claimed there
     Claim("two_matmuls gain little from compiling (torch.compile under {threshold:g}× faster than eager)",
           lambda d: _compile_speedup(d, "two_matmuls"), "<", {"cpu": 3.0}, key="matmuls",
-          **regime(when=_gemm_bound(lambda d: d["workloads"]["two_matmuls"]["rows"]["torch_eager"]["median_s"]))),
+          **regime(when=gemm_bound(lambda d: d["workloads"]["two_matmuls"]["rows"]["torch_eager"]["median_s"]))),
 )
 
 
@@ -322,7 +294,7 @@ def _p10_ratios(d: dict[str, Any]) -> dict[tuple[str, str], float]:
 predicted_claims = Claims(
     Claim("big GEMMs sit near the compute roof: two_matmuls' best form within {threshold:g}× of its prediction",
           lambda d: min(r for (w, _), r in _p10_ratios(d).items() if w == "two_matmuls"), "<=", 4.0, key="gemm",
-          **regime(when=_gemm_bound(lambda d: _point_of(d, "two_matmuls", "torch_eager")["median_s"]))),
+          **regime(when=gemm_bound(lambda d: _point_of(d, "two_matmuls", "torch_eager")["median_s"]))),
     Claim("tanh/exp/sin cost many FLOPs, the model counts 1: the compiled chain over {threshold:g}× its prediction",
           lambda d: _p10_ratios(d)[("chain", "torch_compile")], ">", {"cpu": 2.0}, key="chain",
           **regime(when=measured(lambda d: _point_of(d, "chain", "torch_compile")["params"]["N"], ">=", 2**20,

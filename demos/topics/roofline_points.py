@@ -7,7 +7,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from demos.deck.conditions import measured, over_cache
+from demos.engine.hardware import caches
 from demos.engine.peaks import cost, is_fused, peak_flops, predict
+from demos.engine.workloads import ITEMSIZE
 
 
 def make_point(workload: str, backend: str, params: dict, dtype: str, timing: dict[str, Any],
@@ -45,3 +48,35 @@ def explain(pt: dict[str, Any]) -> str:
     if w == "two_matmuls":
         return "GEMMs this small run below the big-GEMM peak"
     return "below both roofs"
+
+
+# =======================================================================================
+# The regimes part 3's timing claims hold in (stated in each figure's footer)
+# =======================================================================================
+def chain_past_cache(kind: str | None = None) -> int:
+    """The chain's default N on a CPU: the smallest power of two from 2^20 whose float32 operand
+    is over this CPU's largest cache (2^24 under a 32 MiB L3), at most 2^24 (the slider goes to
+    2^26), and 2^24 where the caches cannot be read. Compiling the chain pays where eager's passes stream from memory."""
+    levels = caches("cpu").get("levels") or {}
+    if not levels:
+        return 2**24
+    n = 2**20
+    while n * 4 <= max(levels.values()) and n < 2**24:
+        n *= 2
+    return n
+
+
+def _chain_operand(d: dict[str, Any]) -> float:
+    """Bytes of one operand of the chain, as measured (payoff: its workloads; roofline: its params)."""
+    params = d["workloads"]["chain"]["params"] if "workloads" in d else d["params"]
+    return params["N"] * ITEMSIZE[d["dtype"]]
+
+
+# compiling the chain pays where eager's passes stream from memory: one operand over the largest cache
+CHAIN_STREAMS = over_cache(_chain_operand)
+GEMM_CALL_S = 1e-4  # a GEMM call this long is its arithmetic: per-call overheads are a small share
+
+
+def gemm_bound(time_of):
+    """The two_matmuls claims' regime: an eager call long enough to be its GEMMs' arithmetic."""
+    return measured(time_of, ">=", GEMM_CALL_S, "GEMM-bound: an eager two_matmuls call takes {xs}, {cmp} {ts}")

@@ -1,0 +1,55 @@
+"""The machine matrix (demos.deck.matrix): each kind of machine in a fresh process, one table of
+claims by kind. CI runs the law claims of the fast demos as an AVX2 laptop (torch's kernels
+limited to AVX2), in a process of its own whose compile caches are its own."""
+from __future__ import annotations
+
+import pytest
+
+from demos.deck import matrix
+from demos.engine.errors import DemoError
+
+
+def _row(what: str, *verdicts: tuple[str, str, str]) -> dict:
+    return {"what": what, "device": "cpu", "ok": all(s != "fails" for _, s, _ in verdicts), "detail": "",
+            "verdicts": [{"key": k, "text": k, "status": s, "kind": "regime" if c else "law", "condition": c}
+                         for k, s, c in verdicts]}
+
+
+def test_the_table_reads_each_claim_by_kind_with_the_reason():
+    native = {"kind": "native", "skipped": "", "seconds": 1.0,
+              "rows": [_row("roofline.payoff", ("chain", "holds", "memory-bound: 64 MiB per operand, over"))]}
+    avx2 = {"kind": "avx2", "skipped": "", "seconds": 1.0,
+            "rows": [_row("roofline.payoff", ("chain", "does not apply", "memory-bound: 64 MiB per operand, inside"))]}
+    nosimd = {"kind": "no-simd", "skipped": "torch.compile cannot build here: 'at::vec' has not been declared",
+              "seconds": 1.0, "rows": []}
+    text, fails = matrix.claim_table([native, avx2, nosimd])
+    assert fails == 0
+    assert "| roofline.payoff.chain | regime | holds | n/a | — |" in text
+    assert "avx2 · roofline.payoff.chain n/a: memory-bound: 64 MiB per operand, inside" in text
+    assert "no-simd: not run: torch.compile cannot build here" in text
+    broken = {"kind": "busy", "skipped": "", "seconds": 1.0,
+              "rows": [_row("precision.lever", ("lever", "fails", "bfloat16 GEMMs run 9.0× float32's here"))]}
+    text, fails = matrix.claim_table([native, broken])
+    assert fails == 1 and "FAILS" in text
+
+
+def test_an_unknown_kind_is_one_line():
+    with pytest.raises(DemoError, match="unknown kind 'laptop'"):
+        matrix.kind_env("laptop")
+    env = matrix.kind_env("avx2")
+    assert env["ATEN_CPU_CAPABILITY"] == "avx2" and env["ONEDNN_MAX_CPU_ISA"] == "AVX2"
+    assert "ATEN_CPU_CAPABILITY" not in matrix.kind_env("native")
+
+
+@pytest.mark.slow
+def test_the_fast_demos_laws_hold_as_an_avx2_laptop(tmp_path):
+    result = matrix.run_kind("avx2", matrix.FAST_LAWS, laws_only=True, out=tmp_path, stream=False)
+    assert not result["skipped"], result
+    rows = {r["what"]: r for r in result["rows"] if r["device"] != "-"}
+    assert set(rows) == set(matrix.FAST_LAWS), sorted(rows)
+    bad = {k: r["detail"] for k, r in rows.items() if not r["ok"]}
+    assert not bad, bad
+    verdicts = [v for r in rows.values() for v in r["verdicts"]]
+    assert verdicts and all(v["kind"] == "law" and v["status"] == "holds" for v in verdicts), verdicts
+    text, fails = matrix.claim_table([result])
+    assert fails == 0 and "avx2" in text
