@@ -146,13 +146,18 @@ def test_every_regime_states_its_condition_in_the_figure_footer():
 def test_gpu_claims_no_record_measured_read_as_expectations():
     lever = BY_KEY["precision.lever"]
     assert "lever" in [c.key for c in unmeasured_on_gpu(lever)]  # no committed record holds it
-    line = expected_on_gpu(lever, {"device": "cpu", "params": {},
-                                   "rows": {"bfloat16": {"torch_eager": {"distance": 0.01}}}})
-    assert line and EXPECTED in line[0] and "precision is the bigger lever" in line[0]
+    data = {"device": "cpu", "params": {"D": 256, "H": 1024}, "bf16_gemm_speedup": 2.0,
+            "rows": {"bfloat16": {"torch_eager": {"distance": 0.01}}}}
+    shown = [v for v in lever.verdicts(data) if v.key == "lever"]  # the footer's line above it
+    line = expected_on_gpu(lever, data, shown)
+    assert line and EXPECTED in line[0] and line[0].endswith("; and the claim above")
+    assert "distance from float64" in line[0]  # the two not stated above, in their own words
+    replay = BY_KEY["graphs.replay"]
+    line = expected_on_gpu(replay, {"device": "cpu", "rows": {}})
+    assert line == [f"On a GPU ({EXPECTED}): reduce-overhead replays the whole step with 1 graph launch"]
     # a claim the H100 record measured is not an expectation
     latency = BY_KEY["fusion.latency"]
     assert "speedup" not in [c.key for c in unmeasured_on_gpu(latency)]
-    replay = BY_KEY["graphs.replay"]
     assert {"fewer", "pays"} <= {c.key for c in unmeasured_on_gpu(replay)}
 
 

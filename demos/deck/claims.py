@@ -227,14 +227,15 @@ class Claim:
             return None
         kind = self.kind(data)
         ok, cond = self.condition(data)
+        measures = bool(getattr(self.when, "measures", False))
         if not ok:
-            return Verdict(self.render(data), NOT_HERE, self.law_or_regime, cond, self.key)
+            return Verdict(self.render(data), NOT_HERE, self.law_or_regime, cond, self.key, measures)
         try:
             x = self.value(data)
         except (KeyError, TypeError, IndexError, ZeroDivisionError, ValueError, AttributeError):
             x = None
         holds = _compare(self.op_for(kind), x, self.threshold_for(kind))
-        return Verdict(self.render(data), HOLDS if holds else FAILS, self.law_or_regime, cond, self.key)
+        return Verdict(self.render(data), HOLDS if holds else FAILS, self.law_or_regime, cond, self.key, measures)
 
     def evaluate(self, data: dict) -> tuple[str, bool] | None:
         """(the sentence, does it hold) — None where the claim does not apply to ``data`` (nor
@@ -255,6 +256,7 @@ class Verdict:
     kind: str
     condition: str = ""
     key: str = ""
+    measured: bool = False  # the condition is one a measurement decides (not a derivation)
 
     def line(self) -> str:
         """How the slide's footer and ``make check`` say it, in one line."""

@@ -5,7 +5,10 @@ the measurement, not everywhere. Each builder here returns a ``when(data) -> (ho
 for ``Claim(..., **regime(when=...))``: the sentence says what was measured, whichever way it
 went ("64 MiB per operand, over this CPU's 32 MiB L3"), so the slide's footer can state it beside
 the verdict. A condition reads only the measurement (a recorded GPU run carries its own machine's
-caches and sizes), never this machine.
+caches and sizes), never this machine. A condition that a measurement decides (``measures``:
+:func:`over_cache`, :func:`measured`) is stated in the figure's footer; a derivation that holds by
+construction (a tolerance's 2·n·u, paired clocks) is stated on the slide, and in the footer only
+when its claim fails.
 
 Tolerances come from the arithmetic, not from a constant tuned on one CPU: :func:`rounding_bound`.
 """
@@ -59,6 +62,7 @@ def over_cache(bytes_of: Callable[[Data], float], what: str = "per operand") -> 
         over = nbytes > size
         return over, (f"memory-bound: {fmt_bytes(nbytes)} {what}, {'over' if over else 'inside'} this "
                       f"{device}'s {fmt_bytes(size)} {name}")
+    when.measures = True  # a condition this machine's measurement decides: the footer states it
     return when
 
 
@@ -74,6 +78,7 @@ def measured(value_of: Callable[[Data], float | None], op: str, threshold: float
         return ok, text.format(x=x, t=threshold, xs=fmt_s(x), ts=fmt_s(threshold),
                                cmp=_WORDS[op] if ok else _NOT[op])
     when.bound = threshold  # a note may quote it, as it quotes a claim's threshold
+    when.measures = True
     return when
 
 
@@ -82,6 +87,7 @@ def both(*conditions: When) -> When:
     def when(d: Data) -> tuple[bool, str]:
         results = [c(d) for c in conditions]
         return all(bool(r[0]) for r in results), "; ".join(r[1] for r in results)
+    when.measures = any(getattr(c, "measures", False) for c in conditions)
     return when
 
 

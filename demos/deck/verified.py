@@ -41,10 +41,10 @@ def footer(demo, data: dict) -> list[str]:
     """What a figure's footer says of its claims (``plots.stamp_figure`` reads ``data["verdicts"]``):
     each timing or accuracy claim's verdict beside the condition this measurement was in, and, on a
     live measurement, the GPU claims no committed record has measured yet, as expectations."""
-    from demos.deck.claims import REGIME
+    from demos.deck.claims import HOLDS, REGIME
 
-    lines = [v.line() for v in verdicts(demo, data) if v.kind == REGIME]
-    return lines + ([] if data.get("recorded") else expected_on_gpu(demo, data))
+    shown = [v for v in verdicts(demo, data) if v.kind == REGIME and (v.measured or v.status != HOLDS)]
+    return [v.line() for v in shown] + ([] if data.get("recorded") else expected_on_gpu(demo, data, shown))
 
 
 def as_recorded(data: dict, record) -> dict:
@@ -105,11 +105,11 @@ def unmeasured_on_gpu(demo) -> list:
 EXPECTED = "expected; not yet measured on a GPU"
 
 
-def expected_on_gpu(demo, data: dict) -> list[str]:
+def expected_on_gpu(demo, data: dict, above: list | None = None) -> list[str]:
     """The footer's line, on a measurement from a CPU (or MPS), for the GPU claims no record has
-    measured: stated as expectations, never as facts."""
+    measured: stated as expectations, never as facts. A claim the lines ``above`` already state in
+    the same words is named as one of them."""
     from demos.deck.claims import Claim
-
     from demos.engine.devices import device_kind
 
     if device_kind() == "gpu":
@@ -124,9 +124,15 @@ def expected_on_gpu(demo, data: dict) -> list[str]:
     texts = list(dict.fromkeys(texts))
     if not texts:
         return []
-    said = "; ".join(texts)
-    if len(said) > 260:  # two footer lines at most, not a paragraph: the speaker notes state them
+    stated = {v.text for v in above or ()}
+    new = [t for t in texts if t not in stated]
+    if not new:
+        said = "the claim above" if len(texts) == 1 else "the claims above"
+    elif len("; ".join(new)) > 200:  # two footer lines at most: the speaker notes state them
         said = f"{len(texts)} claims of this slide, which its speaker notes state"
+    else:
+        both = len(stated & set(texts))
+        said = "; ".join(new) + (f"; and the claim{'s' * (both > 1)} above" if both else "")
     return [f"On a GPU ({EXPECTED}): {said}"]
 
 
