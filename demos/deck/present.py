@@ -32,7 +32,8 @@ import webbrowser
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from demos.engine.env import CACHE_ROOT, PROJECT_ROOT, VERSIONED, cache_problem, package_digest, package_version
+from demos.engine.env import (CACHE_BASE, CACHE_ROOT, FINGERPRINT, PROJECT_ROOT, VERSIONED, cache_problem,
+                              other_fingerprints, package_digest, package_version)
 from demos.engine.errors import DemoError
 from demos.engine.settings import get, parse
 
@@ -201,6 +202,7 @@ def mark_warm(marker: Path = WARM_MARKER, root: Path = PROJECT_ROOT) -> Path:
     """Record that `make warm` filled the caches (atomically; one line when it cannot)."""
     data = fingerprint(root)
     data["warmed_at"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    data["machine"] = FINGERPRINT  # the folder it lies in: caches of another machine are never read
     try:
         marker.parent.mkdir(parents=True, exist_ok=True)
         tmp = marker.with_name(marker.name + ".tmp")
@@ -217,6 +219,10 @@ def cache_status(marker: Path = WARM_MARKER, root: Path = PROJECT_ROOT) -> tuple
     if problem:
         return False, f"compile caches cannot be kept: {problem}"
     if not marker.exists():
+        others = other_fingerprints(marker.parent.parent)
+        if others:  # warmed on another kind of machine (another ISA, GPU or version): never read here
+            return False, (f"compile caches are cold for this machine ({FINGERPRINT}); {CACHE_BASE.name}/ holds "
+                           f"caches warmed for {', '.join(others)}, which are not read here: run `make warm`")
         return False, "compile caches are cold (`make warm` has not run here)"
     try:
         data = json.loads(marker.read_text())

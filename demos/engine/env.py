@@ -6,12 +6,83 @@ from pathlib import Path
 
 from demos.engine.settings import PROJECT_ROOT, at_import, get
 
-CACHE_ROOT = Path(at_import("DEMOS_CACHE_DIR") or PROJECT_ROOT / ".cache")
-# Results `make warm` stores for the panels that open on them (DEMOS_WARMED_DIR moves them alone:
-# the tests keep theirs in a temporary folder, never the developer's).
-WARMED_DIR = Path(at_import("DEMOS_WARMED_DIR") or CACHE_ROOT / "warmed")
 # Packages whose version changes what the deck measures or compiles.
 VERSIONED = ("torch", "jax", "jaxlib")
+_ISAS = ("default", "avx2", "avx512")  # torch's x86 CPU capabilities, weakest first
+
+
+def cpu_isa(cpuinfo: str | None = None) -> str:
+    """The vector ISA torch's CPU kernels run with here, as ``torch.backends.cpu.get_cpu_capability()``
+    says it, read without importing torch (the presenter's server never imports it): the CPU's
+    flags (AVX512 needs avx512f/vl/bw/dq, AVX2 needs avx2 and fma), capped by ATEN_CPU_CAPABILITY.
+    Off x86 (a Mac, an Arm server): the machine's name."""
+    import platform
+
+    if cpuinfo is None:
+        try:
+            cpuinfo = Path("/proc/cpuinfo").read_text()
+        except OSError:
+            cpuinfo = ""
+    flags: set[str] = set()
+    for line in cpuinfo.splitlines():
+        if line.lower().startswith("flags"):
+            flags.update(line.split(":", 1)[-1].split())
+    if not flags:
+        return platform.machine().lower() or "unknown"
+    hw = ("avx512" if {"avx512f", "avx512vl", "avx512bw", "avx512dq"} <= flags
+          else "avx2" if {"avx2", "fma"} <= flags else "default")
+    cap = (at_import("ATEN_CPU_CAPABILITY") or "").strip().lower()
+    if cap in _ISAS:
+        return _ISAS[min(_ISAS.index(cap), _ISAS.index(hw))]
+    return hw
+
+
+def _accelerator() -> str:
+    """The NVIDIA GPUs here, by name and compute capability (``nvidia-smi``), else "cpu"."""
+    import shutil
+    import subprocess
+
+    smi = shutil.which("nvidia-smi")
+    if smi is None:
+        return "cpu"
+    try:
+        out = subprocess.run([smi, "--query-gpu=name,compute_cap", "--format=csv,noheader"], capture_output=True,
+                             text=True, timeout=10).stdout
+    except (OSError, subprocess.SubprocessError):
+        return "cpu"
+    gpus = sorted({" ".join(line.replace(",", " ").split()) for line in out.splitlines() if line.strip()})
+    return "+".join(gpus) or "cpu"
+
+
+def fingerprint_parts() -> dict[str, str]:
+    """What a compile cache or a warm result depends on besides the code: the CPU's vector ISA as
+    torch sees it (and oneDNN's and MKL's caps), the GPU and its compute capability, and the
+    torch and JAX versions."""
+    return {"isa": cpu_isa(), "onednn": at_import("ONEDNN_MAX_CPU_ISA") or "",
+            "mkl": at_import("MKL_ENABLE_INSTRUCTIONS") or "", "accelerator": _accelerator(),
+            **{k: package_version(k) or "none" for k in VERSIONED}}
+
+
+def machine_fingerprint(parts: dict[str, str] | None = None) -> str:
+    """The folder name of this machine's caches: readable, then a hash of every part, e.g.
+    ``cpu-avx512-torch2.13.0-jax0.10.2-1a2b3c4d``. Caches of another fingerprint are never read."""
+    import hashlib
+    import re
+
+    p = parts or fingerprint_parts()
+    accel = p["accelerator"].lower().replace("nvidia ", "")[:40]  # "cpu", or e.g. "h100 80gb hbm3 9.0"
+    readable = f"{accel}-{p['isa']}-torch{p['torch'].split('+')[0]}-jax{p['jax']}"
+    digest = hashlib.sha256(repr(sorted(p.items())).encode()).hexdigest()[:8]
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", readable).lower() + "-" + digest
+
+
+def other_fingerprints(base: Path | None = None) -> list[str]:
+    """The folders of ``base`` (``.cache/``) warmed under another fingerprint (each holds a ``warm.json``)."""
+    base = CACHE_BASE if base is None else base
+    try:
+        return sorted(p.name for p in base.iterdir() if p.name != FINGERPRINT and (p / "warm.json").exists())
+    except OSError:
+        return []
 
 
 def package_version(name: str) -> str | None:
@@ -21,6 +92,16 @@ def package_version(name: str) -> str | None:
         return metadata.version(name)
     except metadata.PackageNotFoundError:
         return None
+
+
+# All caches live under .cache/ (DEMOS_CACHE_DIR moves it), one folder per machine fingerprint:
+# Inductor's and JAX's compile caches, `make warm`'s results and its marker.
+CACHE_BASE = Path(at_import("DEMOS_CACHE_DIR") or PROJECT_ROOT / ".cache")
+FINGERPRINT = machine_fingerprint()
+CACHE_ROOT = CACHE_BASE / FINGERPRINT
+# Results `make warm` stores for the panels that open on them (DEMOS_WARMED_DIR moves them alone:
+# the tests keep theirs in a temporary folder, never the developer's).
+WARMED_DIR = Path(at_import("DEMOS_WARMED_DIR") or CACHE_ROOT / "warmed")
 
 
 _DIGESTS: dict[tuple, str] = {}

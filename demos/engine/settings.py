@@ -180,6 +180,12 @@ SETTINGS: dict[str, Setting] = {s.name: s for s in (
             help="XLA's own flags; the sharding demo's fresh process gets them with its host device count added"),
     Setting("XLA_PYTHON_CLIENT_PREALLOCATE", "a JAX flag", _text,
             help="JAX's GPU preallocation; demos sets it to false (make check says when it is not)"),
+    Setting("ATEN_CPU_CAPABILITY", "default, avx2, avx512 (or another ISA torch knows)", _text,
+            help="caps the vector ISA of torch's CPU kernels; part of the compile caches' fingerprint"),
+    Setting("ONEDNN_MAX_CPU_ISA", "a oneDNN ISA name, e.g. AVX2", _text,
+            help="caps oneDNN's ISA; part of the compile caches' fingerprint"),
+    Setting("MKL_ENABLE_INSTRUCTIONS", "an MKL ISA name, e.g. AVX2", _text,
+            help="caps MKL's ISA; part of the compile caches' fingerprint"),
     Setting("DISPLAY", "an X display", _text, help="make present opens a browser only with a display"),
     Setting("WAYLAND_DISPLAY", "a Wayland display", _text, help="make present opens a browser only with a display"),
 )}

@@ -1,0 +1,121 @@
+"""Compile caches and warm results are keyed by the machine: a `.cache/` warmed on another kind of
+machine (another vector ISA, GPU, torch or JAX) is never read. Seen before: a cache warmed with
+AVX-512 and read with torch limited to AVX2 gave compiled bfloat16 outputs that were 58 % NaN.
+
+Real processes, real Inductor caches: a process with ``ATEN_CPU_CAPABILITY=avx2`` stands in for an
+AVX2 laptop on this machine."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from demos.engine import env
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _python(code: str, cache: Path | None = None, **extra: str) -> str:
+    run_env = {k: v for k, v in os.environ.items()
+               if k not in ("ATEN_CPU_CAPABILITY", "DEMOS_WARMED_DIR", "TORCHINDUCTOR_CACHE_DIR",
+                            "DEMOS_JAX_CACHE_DIR", "DEMOS_CACHE_DIR")}
+    if cache is not None:
+        run_env["DEMOS_CACHE_DIR"] = str(cache)
+    run_env.update(extra, PYTHONWARNINGS="ignore")
+    r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=run_env, capture_output=True, text=True,
+                       timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
+    return r.stdout.strip().splitlines()[-1]
+
+
+def test_the_isa_is_read_as_torch_reads_it():
+    """env.cpu_isa (read without importing torch) names the ISA torch's kernels run with."""
+    code = ("import torch, demos.engine.env as e; "
+            "print(torch.backends.cpu.get_cpu_capability().lower(), e.cpu_isa(), e.FINGERPRINT)")
+    native = _python(code).split()
+    assert native[0] == native[1], native
+    for cap in ("avx2", "default"):
+        got = _python(code, ATEN_CPU_CAPABILITY=cap).split()
+        assert got[0] == got[1], (cap, got)
+        if native[1] != got[1]:  # this CPU has more than ``cap``: another machine, another folder
+            assert got[2] != native[2] and f"-{got[1]}-" in got[2]
+
+
+def test_the_isa_flags_by_hand(monkeypatch):
+    avx512 = "flags : fpu avx avx2 fma avx512f avx512dq avx512bw avx512vl avx512_bf16\n"
+    avx2 = "flags : fpu avx avx2 fma\n"
+    assert env.cpu_isa(avx512) == "avx512" and env.cpu_isa(avx2) == "avx2"
+    assert env.cpu_isa("flags : fpu sse4_2\n") == "default"
+    monkeypatch.setenv("ATEN_CPU_CAPABILITY", "avx2")
+    assert env.cpu_isa(avx512) == "avx2" and env.cpu_isa(avx2) == "avx2"
+    monkeypatch.setenv("ATEN_CPU_CAPABILITY", "avx512")  # a cap above the CPU's ISA: the CPU's
+    assert env.cpu_isa(avx2) == "avx2"
+    parts = env.fingerprint_parts()
+    assert env.machine_fingerprint(parts) != env.machine_fingerprint({**parts, "isa": "avx2"})
+    assert env.machine_fingerprint(parts) != env.machine_fingerprint({**parts, "torch": "2.14.0"})
+    gpu = env.machine_fingerprint({**parts, "accelerator": "NVIDIA H100 80GB HBM3 9.0"})
+    assert gpu.startswith("h100 80gb hbm3 9.0-".replace(" ", "_")), gpu
+
+
+COMPILE = """
+import demos, torch
+from torch._dynamo.utils import counters
+import torch._inductor.config as config
+config.fx_graph_cache = True
+f = torch.compile(lambda x: torch.sin(x) * 2 + 1)
+f(torch.ones(256))
+print(counters["inductor"]["fxgraph_cache_hit"], counters["inductor"]["fxgraph_cache_miss"])
+"""
+
+
+@pytest.mark.slow
+def test_a_cache_warmed_under_another_fingerprint_is_not_read(tmp_path):
+    """An AVX2 process fills .cache/ first; a native process on the same .cache/ compiles anew (no
+    hit), and a second native process then hits its own cache: the check can tell the two apart."""
+    avx2_hits, avx2_misses = map(int, _python(COMPILE, tmp_path, ATEN_CPU_CAPABILITY="avx2").split())
+    assert avx2_misses >= 1
+    native = _python("import demos.engine.env as e; print(e.cpu_isa())")
+    hits, misses = map(int, _python(COMPILE, tmp_path).split())
+    folders = sorted(p.name for p in tmp_path.iterdir())
+    if native == "avx2":
+        pytest.skip(f"this CPU's ISA is AVX2 itself: one folder ({folders})")
+    assert len(folders) == 2 and any("-avx2-" in f for f in folders), folders
+    assert hits == 0 and misses >= 1, "the native process read the AVX2 process's compiled code"
+    again = _python(COMPILE, tmp_path).split()
+    assert int(again[0]) >= 1, f"a native process does not read its own cache: {again}"
+
+
+@pytest.mark.slow
+def test_warm_results_and_the_marker_of_another_machine_are_not_read(tmp_path):
+    """`make warm`'s results and marker lie in the fingerprint's folder: a process of another
+    fingerprint finds neither, and its cache status names the folder it will not read."""
+    save = ("import demos\n"
+            "from demos.deck import present\n"
+            "from demos.deck.demo import save_warmed\n"
+            "from demos.topics import fusion\n"
+            "save_warmed(fusion.memory, fusion.memory.run({}))\n"
+            "present.mark_warm()\n"
+            "print(present.cache_status()[1])\n")
+    _python(save, tmp_path, ATEN_CPU_CAPABILITY="avx2")
+    load = ("import demos\n"
+            "from demos.deck import present\n"
+            "from demos.deck.demo import load_warmed\n"
+            "from demos.engine import env\n"
+            "from demos.topics import fusion\n"
+            "import json\n"
+            "print(json.dumps([load_warmed(fusion.memory) is None, present.cache_status(), env.FINGERPRINT]))\n")
+    native = _python("import demos.engine.env as e; print(e.cpu_isa())")
+    if native == "avx2":
+        pytest.skip("this CPU's ISA is AVX2 itself")
+    none, (warm, line), mine = json.loads(_python(load, tmp_path))
+    assert none is True and warm is False
+    avx2 = next(p.name for p in tmp_path.iterdir() if "-avx2-" in p.name)
+    assert f"warmed for {avx2}, which are not read here" in line and mine in line
+    # and the AVX2 process itself reads what it warmed
+    back = _python(load, tmp_path, ATEN_CPU_CAPABILITY="avx2")
+    none, (warm, line), mine = json.loads(back)
+    assert none is False and mine == avx2
