@@ -119,3 +119,22 @@ def test_warm_results_and_the_marker_of_another_machine_are_not_read(tmp_path):
     back = _python(load, tmp_path, ATEN_CPU_CAPABILITY="avx2")
     none, (warm, line), mine = json.loads(back)
     assert none is False and mine == avx2
+
+
+def test_a_child_of_another_fingerprint_does_not_inherit_its_parents_caches():
+    """This process imported demos: its environment names its own cache folders. A child run as an
+    AVX2 machine (what `check --as avx2` starts) must take its own folders, not inherit those."""
+    assert os.environ["TORCHINDUCTOR_CACHE_DIR"].startswith(str(env.CACHE_ROOT))
+    assert os.environ["DEMOS_CACHES_FOR"] == env.FINGERPRINT
+    code = "import os, demos, demos.engine.env as e; print(os.environ['TORCHINDUCTOR_CACHE_DIR'], e.FINGERPRINT)"
+    child = dict(os.environ, ATEN_CPU_CAPABILITY="avx2", PYTHONWARNINGS="ignore")
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=child, capture_output=True, text=True,
+                         timeout=120).stdout.split()
+    inductor, fingerprint = out[-2], out[-1]
+    if fingerprint == env.FINGERPRINT:
+        pytest.skip("this CPU's ISA is AVX2 itself")
+    assert fingerprint in inductor and env.FINGERPRINT not in inductor, out
+    same = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=dict(os.environ), capture_output=True,
+                          text=True, timeout=120).stdout.split()
+    assert same[-2] == os.environ["TORCHINDUCTOR_CACHE_DIR"]  # a child of the same machine shares them
+

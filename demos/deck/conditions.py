@@ -82,15 +82,6 @@ def measured(value_of: Callable[[Data], float | None], op: str, threshold: float
     return when
 
 
-def both(*conditions: When) -> When:
-    """Every condition holds; the sentence names each."""
-    def when(d: Data) -> tuple[bool, str]:
-        results = [c(d) for c in conditions]
-        return all(bool(r[0]) for r in results), "; ".join(r[1] for r in results)
-    when.measures = any(getattr(c, "measures", False) for c in conditions)
-    return when
-
-
 # ---------------------------------------------------------------------------------------
 # Tolerances from the arithmetic
 # ---------------------------------------------------------------------------------------
@@ -108,14 +99,6 @@ def rounding_text(dtype: str, n: int, sums: int = 1, what: str = "terms") -> str
     lead = f"{sums} sums of {n} {what}" if sums != 1 else f"{n} {what} on the longest path"
     return (f"{dtype}, {lead}: two orders differ by at most 2·n·u{'·' + str(sums) if sums != 1 else ''}"
             f" = {rounding_bound(dtype, n, sums):.2g}")
-
-
-def rounding(dtype_of: Callable[[Data], str], n_of: Callable[[Data], int], sums: int = 1) -> When:
-    """The condition of a tolerance claim: the dtype and reduction length it was derived for."""
-    def when(d: Data) -> tuple[bool, str]:
-        dt, n = dtype_of(d), int(n_of(d))
-        return dt in UNIT_ROUNDOFF, rounding_text(dt, n, sums)
-    return when
 
 
 def pointwise(d: Data) -> tuple[bool, str]:

@@ -168,10 +168,18 @@ def configure_environment() -> None:
     from demos.engine.protocol import steady_allocator
 
     steady_allocator()
-    # Persistent compile caches inside the project, so `make warm` warms what the deck uses.
+    # Persistent compile caches inside the project, so `make warm` warms what the deck uses: this
+    # machine's folder. A child of a demos process inherits the folders its parent chose
+    # (DEMOS_CACHES_FOR names whose they are); a child of another fingerprint (`check --as avx2`)
+    # takes its own, or it would run code compiled for another ISA. Folders a user set are kept.
     if _writable(CACHE_ROOT):
-        os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", str(CACHE_ROOT / "inductor"))
-        os.environ.setdefault("DEMOS_JAX_CACHE_DIR", str(CACHE_ROOT / "jax"))
+        inherited = at_import("DEMOS_CACHES_FOR")
+        for var, folder in (("TORCHINDUCTOR_CACHE_DIR", "inductor"), ("DEMOS_JAX_CACHE_DIR", "jax")):
+            if inherited and inherited != FINGERPRINT:
+                os.environ[var] = str(CACHE_ROOT / folder)
+            else:
+                os.environ.setdefault(var, str(CACHE_ROOT / folder))
+        os.environ["DEMOS_CACHES_FOR"] = FINGERPRINT
 
 
 def static_mode() -> bool:

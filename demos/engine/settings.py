@@ -154,6 +154,8 @@ SETTINGS: dict[str, Setting] = {s.name: s for s in (
     Setting("DEMOS_DEBUG", "1/0, true/false, yes/no", _flag, False, help="print tracebacks behind one-line errors"),
     Setting("DEMOS_PRESENT_QUIET", "1/0, true/false, yes/no", _flag, False, help="no server log from make present"),
     Setting("DEMOS_CACHE_DIR", "a folder (not a file)", _folder, help="where compile caches live (.cache/)"),
+    Setting("DEMOS_CACHES_FOR", "a machine fingerprint", _text,
+            help="set by the deck: whose compile caches TORCHINDUCTOR_CACHE_DIR and DEMOS_JAX_CACHE_DIR name"),
     Setting("DEMOS_WARMED_DIR", "a folder (not a file)", _folder, help="where `make warm` stores the results the warmed panels open on"),
     Setting("DEMOS_JAX_CACHE_DIR", "a folder (not a file)", _folder, help="JAX's persistent compile cache"),
     Setting("DEMOS_BUILD_DIR", "a folder (not a file)", _folder, help="where exports are written (build/)"),
