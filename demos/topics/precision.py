@@ -237,7 +237,7 @@ lever_claims = Claims(
     Claim("precision is the bigger lever: bfloat16 eager beats float32 compiled (time ratio over {threshold:g})",
           _bf16_eager_vs_fp32_compiled, ">", 1.0, applies=_has_bf16, key="lever",
           **regime(when=measured(lambda d: d["bf16_gemm_speedup"], ">=", BF16_ARITHMETIC,
-                                 "bfloat16 GEMMs run {x:.1f}× float32's here, {cmp} {t:g}× "
+                                 "bfloat16 GEMMs run {x:.2g}× float32's here, {cmp} {t:g}× "
                                  "(where under it, bfloat16 saves bytes more than arithmetic)"))),
 )
 
