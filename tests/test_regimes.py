@@ -139,7 +139,7 @@ def test_every_regime_states_its_condition_in_the_figure_footer():
     finally:
         object.__setattr__(payoff, "figure", original)
     lines = seen["verdicts"]
-    assert any(line.startswith("✓ holds here: chain") and "64 MiB per operand, over this CPU's 32 MiB L3" in line
+    assert any(line.startswith("✓ holds here: chain") and "128 MiB read and written by each eager op, over this CPU's 32 MiB L3" in line
                for line in lines), lines
 
 

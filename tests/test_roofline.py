@@ -315,10 +315,10 @@ def test_payoff_claims_hold_for_the_seeds_a100_numbers_and_fail_when_matmuls_gai
                 "workloads": {**seed, "two_matmuls": {"rows": _rows(5e-3, 1e-3)}}}
     cpu = rf.payoff_claims(cpu_data)
     assert [k for k, ok in cpu.items() if not ok] == [rf.payoff_claims["matmuls"].render(cpu_data)]  # 5× is not little
-    # the chain's regime: at 2^20 (4 MiB per operand, inside a 32 MiB L3) the claim does not apply
+    # the chain's regime: at 2^20 (each eager op reads and writes 8 MiB, inside a 32 MiB L3) it does not apply
     inside = {**cpu_data, "workloads": {**cpu_data["workloads"], "chain": {**seed["chain"], "params": {"N": 2**20}}}}
     v = rf.payoff_claims["chain"].verdict(inside)
-    assert v.status == "does not apply" and "4 MiB per operand, inside this CPU's 32 MiB L3" in v.condition
+    assert v.status == "does not apply" and "8 MiB read and written by each eager op, inside this CPU's 32 MiB L3" in v.condition
 
 
 def test_roofline_predicted_and_overheads_claims_per_device():

@@ -224,7 +224,7 @@ def _same_sums(d: dict) -> tuple[bool, str]:
 
 
 # bfloat16 wins where its GEMMs are many times float32's (tensor cores, AMX), not where its dot products
-# are a few times (AVX512_BF16 measured 4.0–4.4× on a 2-core AMD EPYC VM)
+# are a few times (AVX512_BF16 measured 4.0–4.7× on a 2-core AMD EPYC VM)
 BF16_ARITHMETIC = 8.0
 lever_claims = Claims(
     Claim("bfloat16 costs digits: its distance from float64 over {threshold:g}× float32's",

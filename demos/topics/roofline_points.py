@@ -54,26 +54,31 @@ def explain(pt: dict[str, Any]) -> str:
 # The regimes part 3's timing claims hold in (stated in each figure's footer)
 # =======================================================================================
 def chain_past_cache(kind: str | None = None) -> int:
-    """The chain's default N on a CPU: the smallest power of two from 2^20 whose float32 operand
-    is over this CPU's largest cache (2^24 under a 32 MiB L3), at most 2^24 (the slider goes to
-    2^26), and 2^24 where the caches cannot be read. Compiling the chain pays where eager's passes stream from memory."""
+    """The chain's default N on a CPU: the smallest power of two from 2^20 at which each eager op's
+    float32 input and output (2 × 4 B × N) are over this CPU's largest cache (2^23 under a 32 MiB
+    L3), at most 2^24 (the slider goes to 2^26), and 2^23 where the caches cannot be read.
+    Compiling the chain pays where eager's passes stream from memory."""
     levels = caches("cpu").get("levels") or {}
     if not levels:
-        return 2**24
+        return 2**23
     n = 2**20
-    while n * 4 <= max(levels.values()) and n < 2**24:
+    while _OP_OPERANDS * n * 4 <= max(levels.values()) and n < 2**24:
         n *= 2
     return n
 
 
-def _chain_operand(d: dict[str, Any]) -> float:
-    """Bytes of one operand of the chain, as measured (payoff: its workloads; roofline: its params)."""
+_OP_OPERANDS = 2  # an eager op of the chain reads one N-element operand and writes one
+
+
+def _chain_op_bytes(d: dict[str, Any]) -> float:
+    """Bytes one eager op of the chain reads and writes, as measured (payoff: its workloads; roofline:
+    its params)."""
     params = d["workloads"]["chain"]["params"] if "workloads" in d else d["params"]
-    return params["N"] * ITEMSIZE[d["dtype"]]
+    return _OP_OPERANDS * params["N"] * ITEMSIZE[d["dtype"]]
 
 
-# compiling the chain pays where eager's passes stream from memory: one operand over the largest cache
-CHAIN_STREAMS = over_cache(_chain_operand)
+# compiling the chain pays where eager's passes stream from memory: each op's operands over the largest cache
+CHAIN_STREAMS = over_cache(_chain_op_bytes, "read and written by each eager op")
 GEMM_CALL_S = 1e-4  # a GEMM call this long is its arithmetic: per-call overheads are a small share
 
 
