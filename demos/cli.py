@@ -155,8 +155,9 @@ def cmd_record(args: argparse.Namespace) -> int:
 
 
 def cmd_warm(args: argparse.Namespace) -> int:
-    """Compile every demo at its default sizes into the persistent caches in .cache/."""
-    from demos.engine.env import cache_problem
+    """Compile every demo at its default sizes into the persistent caches in .cache/, in this
+    machine's folder (.cache/<fingerprint>/: another kind of machine warms and reads its own)."""
+    from demos.engine.env import CACHE_ROOT, cache_problem
     from demos.engine.errors import DemoError, one_line
 
     problem = cache_problem()  # before minutes of compiling into caches nobody keeps
@@ -177,7 +178,7 @@ def cmd_warm(args: argparse.Namespace) -> int:
         except Exception as exc:
             failed += 1
             print(f"  {demo.key}: {one_line(exc)}", flush=True)
-    print(f"caches warm in {time.perf_counter() - t0:.1f} s")
+    print(f"caches warm in {time.perf_counter() - t0:.1f} s, for this kind of machine: {CACHE_ROOT}")
     return 1 if failed else 0
 
 

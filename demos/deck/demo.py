@@ -447,7 +447,7 @@ def _replace_default(c: Control, value: Any) -> Control:
 # The result `make warm` measured for a demo that opens warmed
 # =======================================================================================
 def _warmed_path(demo: Demo, values: dict[str, Any] | None = None) -> Path:
-    """``topic.name-device.json`` at the defaults; at other values, with a hash of them after it."""
+    """``WARMED_DIR/topic.name-device.json`` at the defaults; elsewhere, with a hash of the values."""
     from demos.engine.devices import torch_device
     key = demo._memo_key(demo.validate(values or {}))
     at = "" if key == demo._memo_key(demo.validate({})) else "-" + hashlib.sha1(repr(key).encode()).hexdigest()[:12]
@@ -455,11 +455,12 @@ def _warmed_path(demo: Demo, values: dict[str, Any] | None = None) -> Path:
 
 
 def _source_hash(demo: Demo) -> str:
-    """What a warmed result depends on: the whole ``demos`` package, the torch and JAX versions and
-    the device (a fix anywhere in the engine, or an upgrade, measures again)."""
+    """What a warmed result depends on: the ``demos`` package, torch and JAX, the device and the
+    machine's fingerprint (another machine's result is never read, even from a shared folder)."""
+    from demos.engine import env
     from demos.engine.devices import torch_device
 
-    return package_digest(with_versions=True, extra=torch_device())
+    return package_digest(with_versions=True, extra=f"{torch_device()} {env.FINGERPRINT}")
 
 
 def save_warmed(demo: Demo, data: dict) -> Path | None:

@@ -3,11 +3,13 @@
 Each kind of machine a student brings is stood in for by this one, in a fresh process:
 
 ``native``      this CPU as it is
-``avx2``        torch's kernels limited to AVX2 (``ATEN_CPU_CAPABILITY=avx2``, oneDNN and MKL too):
-                the ISA of most laptops
+``avx2``        torch's kernels limited to AVX2 (``ATEN_CPU_CAPABILITY=avx2``, oneDNN and MKL too),
+                Inductor's C++ built with ``-march=haswell`` (``TORCHINDUCTOR_CPP_MARCH``): the
+                ISA of most laptops
 ``one-thread``  one torch thread (``DEMOS_THREADS=1``)
 ``busy``        a second process keeps one core busy all along
-``no-simd``     no vector ISA (``ATEN_CPU_CAPABILITY=default``), where torch.compile can build there
+``no-simd``     no vector ISA (``ATEN_CPU_CAPABILITY=default``, ``-march=x86-64``), where torch.compile
+                can build there
 
 Each kind runs ``demos check`` in its own process, whose compile caches are its own: they live
 under the machine fingerprint (:func:`demos.engine.env.fingerprint`), which the ISA is part of.
@@ -30,13 +32,16 @@ from demos.engine.env import PROJECT_ROOT
 from demos.engine.errors import one_line
 
 OUT = PROJECT_ROOT / "build" / "matrix"
-AVX2 = {"ATEN_CPU_CAPABILITY": "avx2", "ONEDNN_MAX_CPU_ISA": "AVX2", "MKL_ENABLE_INSTRUCTIONS": "AVX2"}
+# an AVX2 laptop: torch's, oneDNN's and MKL's kernels capped to AVX2, and Inductor's C++ built for
+# Haswell (AVX2 + FMA), not -march=native, which would let the compiler use this CPU's AVX-512
+AVX2 = {"ATEN_CPU_CAPABILITY": "avx2", "ONEDNN_MAX_CPU_ISA": "AVX2", "MKL_ENABLE_INSTRUCTIONS": "AVX2",
+        "TORCHINDUCTOR_CPP_MARCH": "haswell"}
 KINDS: dict[str, dict[str, str]] = {
     "native": {},
     "avx2": AVX2,
     "one-thread": {"DEMOS_THREADS": "1"},
     "busy": {},
-    "no-simd": {"ATEN_CPU_CAPABILITY": "default"},
+    "no-simd": {"ATEN_CPU_CAPABILITY": "default", "TORCHINDUCTOR_CPP_MARCH": "x86-64"},
 }
 MARK = {"holds": "holds", "fails": "FAILS", "does not apply": "n/a"}
 # the fast demos whose law claims CI checks under avx2 (each a few seconds here)

@@ -32,7 +32,7 @@ import webbrowser
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from demos.engine.env import (CACHE_BASE, CACHE_ROOT, FINGERPRINT, PROJECT_ROOT, VERSIONED, cache_problem,
+from demos.engine.env import (CACHE_ROOT, FINGERPRINT, PROJECT_ROOT, VERSIONED, cache_problem,
                               other_fingerprints, package_digest, package_version)
 from demos.engine.errors import DemoError
 from demos.engine.settings import get, parse
@@ -218,16 +218,22 @@ def cache_status(marker: Path = WARM_MARKER, root: Path = PROJECT_ROOT) -> tuple
     problem = cache_problem()
     if problem:
         return False, f"compile caches cannot be kept: {problem}"
+    base = marker.parent.parent  # .cache/: one folder per machine fingerprint, the marker in each
     if not marker.exists():
-        others = other_fingerprints(marker.parent.parent)
+        others = other_fingerprints(base)
         if others:  # warmed on another kind of machine (another ISA, GPU or version): never read here
-            return False, (f"compile caches are cold for this machine ({FINGERPRINT}); {CACHE_BASE.name}/ holds "
+            return False, (f"compile caches are cold for this machine ({FINGERPRINT}); {base.name}/ holds "
                            f"caches warmed for {', '.join(others)}, which are not read here: run `make warm`")
+        if (base / "warm.json").exists():  # warmed before the caches were kept per machine
+            return False, (f"compile caches are cold for this machine ({FINGERPRINT}); {base.name}/ holds "
+                           "caches warmed before they were kept per machine, which are not read: run `make warm`")
         return False, "compile caches are cold (`make warm` has not run here)"
     try:
         data = json.loads(marker.read_text())
     except (OSError, ValueError):
         return False, "compile caches are cold (unreadable warm marker)"
+    if data.get("machine", FINGERPRINT) != FINGERPRINT:  # a marker copied from another machine's folder
+        return False, f"compile caches are cold for this machine ({FINGERPRINT}): warmed for {data['machine']}"
     now = fingerprint(root)
     if data.get("versions") != now["versions"] or data.get("python") != now["python"]:
         return False, "compile caches are cold (torch/JAX/Python changed since `make warm`)"

@@ -2,64 +2,107 @@
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
-from demos.engine.settings import PROJECT_ROOT, at_import, get
+from demos.engine.settings import PROJECT_ROOT, at_import, get, raw
 
 # Packages whose version changes what the deck measures or compiles.
 VERSIONED = ("torch", "jax", "jaxlib")
 _ISAS = ("default", "avx2", "avx512")  # torch's x86 CPU capabilities, weakest first
 
 
+# Instruction-set extensions among /proc/cpuinfo's flags (x86; an Arm server's "Features" are all
+# such): what the C++ Inductor compiles with -march=native may use, whatever ISA torch is capped to.
+_EXTENSION = re.compile(r"^(pni|sse|ssse|avx|amx|fma|f16c|bmi|adx|aes|vaes|pclmul|vpclmul|gfni|sha|popcnt|abm|"
+                        r"movbe|movdir|xsave|rdrand|rdseed|clflushopt|clwb|cx16|3dnowprefetch|serialize|"
+                        r"waitpkg|cldemote|xop|tbm|clzero|mwaitx|rdpid)")
+
+
+def _proc_cpuinfo() -> str:
+    global _CPUINFO
+    if _CPUINFO is None:
+        try:
+            _CPUINFO = Path("/proc/cpuinfo").read_text()
+        except OSError:
+            _CPUINFO = ""
+    return _CPUINFO
+
+
+_CPUINFO: str | None = None
+
+
+def _cpuinfo_words(key: str, cpuinfo: str | None = None) -> set[str]:
+    """The words of /proc/cpuinfo's ``key`` lines ("flags" on x86, "Features" on Arm); none elsewhere."""
+    if cpuinfo is None:
+        cpuinfo = _proc_cpuinfo()
+    words: set[str] = set()
+    for line in cpuinfo.splitlines():
+        if line.lower().startswith(key.lower()):
+            words.update(line.split(":", 1)[-1].split())
+    return words
+
+
 def cpu_isa(cpuinfo: str | None = None) -> str:
     """The vector ISA torch's CPU kernels run with here, as ``torch.backends.cpu.get_cpu_capability()``
     says it, read without importing torch (the presenter's server never imports it): the CPU's
-    flags (AVX512 needs avx512f/vl/bw/dq, AVX2 needs avx2 and fma), capped by ATEN_CPU_CAPABILITY.
-    Off x86 (a Mac, an Arm server): the machine's name."""
+    flags (AVX512 needs avx512f/vl/bw/dq, AVX2 needs avx2 and fma), capped by ATEN_CPU_CAPABILITY
+    as torch reads it: exactly "default", "avx2" or "avx512" (torch ignores "AVX2" and runs the
+    CPU's ISA). Off x86 (a Mac, an Arm server): the machine's name, and ATEN_CPU_CAPABILITY's
+    value when set."""
     import platform
 
-    if cpuinfo is None:
-        try:
-            cpuinfo = Path("/proc/cpuinfo").read_text()
-        except OSError:
-            cpuinfo = ""
-    flags: set[str] = set()
-    for line in cpuinfo.splitlines():
-        if line.lower().startswith("flags"):
-            flags.update(line.split(":", 1)[-1].split())
+    flags = _cpuinfo_words("flags", cpuinfo)
+    cap = raw("ATEN_CPU_CAPABILITY") or ""  # unstripped: compared as torch compares it (strcmp)
     if not flags:
-        return platform.machine().lower() or "unknown"
+        return (platform.machine().lower() or "unknown") + (f"-{cap}" if cap else "")
     hw = ("avx512" if {"avx512f", "avx512vl", "avx512bw", "avx512dq"} <= flags
           else "avx2" if {"avx2", "fma"} <= flags else "default")
-    cap = (at_import("ATEN_CPU_CAPABILITY") or "").strip().lower()
-    if cap in _ISAS:
+    if cap in _ISAS:  # a cap above the CPU's ISA: Inductor keeps to the CPU's
         return _ISAS[min(_ISAS.index(cap), _ISAS.index(hw))]
     return hw
 
 
+def cpu_extensions(cpuinfo: str | None = None) -> str:
+    """The CPU's instruction-set extensions, sorted, space-separated ("" where /proc/cpuinfo is
+    missing). Inductor compiles C++ with ``-march=native``, which ATEN_CPU_CAPABILITY does not cap:
+    capped to AVX2 on an AVX-512 CPU, its bfloat16 kernels still hold AVX-512 (EVEX) instructions,
+    an illegal instruction on an AVX2 CPU; and CPUs of one ISA differ (AVX512-BF16, AMX)."""
+    words = {w for w in _cpuinfo_words("flags", cpuinfo) if _EXTENSION.match(w)}
+    return " ".join(sorted(words | _cpuinfo_words("Features", cpuinfo)))
+
+
 def _accelerator() -> str:
-    """The NVIDIA GPUs here, by name and compute capability (``nvidia-smi``), else "cpu"."""
+    """The NVIDIA GPUs here, by name and compute capability (``nvidia-smi``; by name alone where the
+    driver is too old to report the capability), "mps" on an Apple-silicon Mac, else "cpu"."""
+    import platform
     import shutil
     import subprocess
+    import sys
 
     smi = shutil.which("nvidia-smi")
     if smi is None:
-        return "cpu"
-    try:
-        out = subprocess.run([smi, "--query-gpu=name,compute_cap", "--format=csv,noheader"], capture_output=True,
-                             text=True, timeout=10).stdout
-    except (OSError, subprocess.SubprocessError):
-        return "cpu"
-    gpus = sorted({" ".join(line.replace(",", " ").split()) for line in out.splitlines() if line.strip()})
-    return "+".join(gpus) or "cpu"
+        return "mps" if sys.platform == "darwin" and platform.machine() == "arm64" else "cpu"
+    for query in ("name,compute_cap", "name"):
+        try:
+            r = subprocess.run([smi, f"--query-gpu={query}", "--format=csv,noheader"], capture_output=True,
+                               text=True, timeout=10)
+        except (OSError, subprocess.SubprocessError):
+            return "cpu"
+        gpus = sorted({" ".join(line.replace(",", " ").split()) for line in r.stdout.splitlines() if line.strip()})
+        if r.returncode == 0 and gpus:
+            return "+".join(gpus)
+    return "cpu"
 
 
 def fingerprint_parts() -> dict[str, str]:
     """What a compile cache or a warm result depends on besides the code: the CPU's vector ISA as
-    torch sees it (and oneDNN's and MKL's caps), the GPU and its compute capability, and the
-    torch and JAX versions."""
-    return {"isa": cpu_isa(), "onednn": at_import("ONEDNN_MAX_CPU_ISA") or "",
-            "mkl": at_import("MKL_ENABLE_INSTRUCTIONS") or "", "accelerator": _accelerator(),
+    torch sees it (and oneDNN's and MKL's caps, and the -march Inductor's C++ is built for), the
+    CPU's instruction-set extensions, the GPU and its compute capability, and the torch and JAX
+    versions."""
+    return {"isa": cpu_isa(), "extensions": cpu_extensions(), "onednn": at_import("ONEDNN_MAX_CPU_ISA") or "",
+            "mkl": at_import("MKL_ENABLE_INSTRUCTIONS") or "", "march": at_import("TORCHINDUCTOR_CPP_MARCH") or "",
+            "accelerator": _accelerator(),
             **{k: package_version(k) or "none" for k in VERSIONED}}
 
 
@@ -67,7 +110,6 @@ def machine_fingerprint(parts: dict[str, str] | None = None) -> str:
     """The folder name of this machine's caches: readable, then a hash of every part, e.g.
     ``cpu-avx512-torch2.13.0-jax0.10.2-1a2b3c4d``. Caches of another fingerprint are never read."""
     import hashlib
-    import re
 
     p = parts or fingerprint_parts()
     accel = p["accelerator"].lower().replace("nvidia ", "")[:40]  # "cpu", or e.g. "h100 80gb hbm3 9.0"
@@ -147,12 +189,23 @@ def _writable(path: Path) -> bool:
         return False
 
 
+def temporary_root() -> Path:
+    """This machine's cache folder when CACHE_ROOT cannot be written: in the system's temporary
+    folder, kept by no one, and still one per fingerprint (torch's own default,
+    ``/tmp/torchinductor_USER``, is shared by every ISA a process runs with)."""
+    import tempfile
+
+    return Path(tempfile.gettempdir()) / f"jitdeck-{getattr(os, 'getuid', lambda: 'user')()}" / FINGERPRINT
+
+
 def cache_problem() -> str | None:
     """One line when the compile-cache folder cannot be written (None when it can)."""
     if _writable(CACHE_ROOT):
         return None
-    return (f"the compile-cache folder {CACHE_ROOT} is not writable, so torch and JAX use their own "
-            "temporary caches, which `make warm` cannot fill (set DEMOS_CACHE_DIR to a writable folder)")
+    where = (f"a temporary folder of this machine's ({temporary_root()})" if _writable(temporary_root())
+             else "their own temporary caches")
+    return (f"the compile-cache folder {CACHE_ROOT} is not writable, so torch and JAX compile into {where}, "
+            "which `make warm` cannot fill (set DEMOS_CACHE_DIR to a writable folder)")
 
 
 def configure_environment() -> None:
@@ -169,16 +222,19 @@ def configure_environment() -> None:
 
     steady_allocator()
     # Persistent compile caches inside the project, so `make warm` warms what the deck uses: this
-    # machine's folder. A child of a demos process inherits the folders its parent chose
-    # (DEMOS_CACHES_FOR names whose they are); a child of another fingerprint (`check --as avx2`)
-    # takes its own, or it would run code compiled for another ISA. Folders a user set are kept.
-    if _writable(CACHE_ROOT):
+    # machine's folder (where it cannot be written, one in the system's temporary folder, still
+    # this machine's). Triton's cache is inside Inductor's unless TRITON_CACHE_DIR is set. A child
+    # of a demos process inherits the folders its parent chose (DEMOS_CACHES_FOR names whose they
+    # are); a child of another fingerprint (`check --as avx2`) takes its own, or it would run code
+    # compiled for another ISA. Folders a user set are kept.
+    root = next((r for r in (CACHE_ROOT, temporary_root()) if _writable(r)), None)
+    if root is not None:
         inherited = at_import("DEMOS_CACHES_FOR")
         for var, folder in (("TORCHINDUCTOR_CACHE_DIR", "inductor"), ("DEMOS_JAX_CACHE_DIR", "jax")):
             if inherited and inherited != FINGERPRINT:
-                os.environ[var] = str(CACHE_ROOT / folder)
+                os.environ[var] = str(root / folder)
             else:
-                os.environ.setdefault(var, str(CACHE_ROOT / folder))
+                os.environ.setdefault(var, str(root / folder))
         os.environ["DEMOS_CACHES_FOR"] = FINGERPRINT
 
 

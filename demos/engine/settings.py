@@ -188,6 +188,8 @@ SETTINGS: dict[str, Setting] = {s.name: s for s in (
             help="caps oneDNN's ISA; part of the compile caches' fingerprint"),
     Setting("MKL_ENABLE_INSTRUCTIONS", "an MKL ISA name, e.g. AVX2", _text,
             help="caps MKL's ISA; part of the compile caches' fingerprint"),
+    Setting("TORCHINDUCTOR_CPP_MARCH", "a -march value, e.g. haswell", _text,
+            help="the -march Inductor compiles its C++ with (default native); part of the caches' fingerprint"),
     Setting("DISPLAY", "an X display", _text, help="make present opens a browser only with a display"),
     Setting("WAYLAND_DISPLAY", "a Wayland display", _text, help="make present opens a browser only with a display"),
 )}

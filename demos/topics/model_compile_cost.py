@@ -1,14 +1,13 @@
 """Part 6's compile-cost instruments: a fresh model's first training step compiled whole or
 block by block (regional), a shape-varying loop of one compiled block under a
 ``torch.compiler.set_stance``, each from the caches the slide names (``compile_caches``: empty, or
-warm in .cache/), and Dynamo's graph counter they read; which of the two compiles faster, as the
-slide's question bins it.
+warm in this machine's folder of .cache/), and Dynamo's graph counter they read; which of the two
+compiles faster, as the slide's question bins it.
 :mod:`demos.topics.model` measures ``compile_cost()`` with them.
 """
 from __future__ import annotations
 
 import contextlib
-import tempfile
 import time
 from pathlib import Path
 from typing import Any, Iterator
@@ -16,7 +15,7 @@ from typing import Any, Iterator
 from demos.engine import model_zoo as zoo
 from demos.engine.devices import device_kind, require_torch, torch_device
 from demos.engine.errors import one_line
-from demos.engine.env import CACHE_ROOT, cache_problem
+from demos.engine.env import CACHE_ROOT, cache_problem, temporary_root
 from demos.engine.measurement import Run
 from demos.introspection.hooks import cache_folder
 from demos.topics.model_figures import STANCES
@@ -38,9 +37,9 @@ def unique_graphs() -> int:
 
 def cache_of(cfg: zoo.Config, form: str) -> Path:
     """The cache folder of one form at one size: each form has its own, so no form reuses a kernel
-    another built (in the project's .cache/, or the system's temporary folder where that cannot
-    be written)."""
-    root = CACHE_ROOT if cache_problem() is None else Path(tempfile.gettempdir()) / "jitdeck"
+    another built (in this machine's folder of the project's .cache/, or of the system's temporary
+    folder where that cannot be written)."""
+    root = CACHE_ROOT if cache_problem() is None else temporary_root()
     size = f"{torch_device()}-{cfg.layers}x{cfg.width}-{cfg.batch}x{cfg.seq}-{cfg.dtype}"
     return root / "compile-cost" / size / form
 
