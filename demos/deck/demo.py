@@ -458,7 +458,6 @@ def _source_hash(demo: Demo) -> str:
     """What a warmed result depends on: the ``demos`` package, torch and JAX, the device and the
     machine's fingerprint (another machine's result is never read, even from a shared folder)."""
     from demos.engine import env
-    from demos.engine.devices import torch_device
 
     return package_digest(with_versions=True, extra=f"{torch_device()} {env.FINGERPRINT}")
 
