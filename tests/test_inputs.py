@@ -163,6 +163,10 @@ def _bad_settings(tmp_path) -> dict[str, list[str]]:
         # other programs' variables: any text is a value (each is judged where it is used: a CXX not on
         # PATH is a backend `info` reports, a short JUPYTER_TOKEN is refused by `make present`)
         "CXX": [], "JUPYTER_TOKEN": [], "XLA_PYTHON_CLIENT_PREALLOCATE": [], "XLA_FLAGS": [], "DISPLAY": [], "WAYLAND_DISPLAY": [],
+        # torch's, oneDNN's, MKL's and Inductor's own ISA caps (each program judges its value), and the
+        # fingerprint the deck itself passes to its children: any text, part of the caches' fingerprint
+        "ATEN_CPU_CAPABILITY": [], "ONEDNN_MAX_CPU_ISA": [], "MKL_ENABLE_INSTRUCTIONS": [], "TORCHINDUCTOR_CPP_MARCH": [],
+        "DEMOS_CACHES_FOR": [],
     }
     from demos.engine.devices import torch_or_none
 
