@@ -29,6 +29,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import html
+import math
 import statistics
 from typing import Any, Callable, Sequence
 
@@ -339,9 +340,10 @@ def verdict_text(latency: dict[str, Any] | None = None, modes: dict[str, Any] | 
         for b, e in latency["backends"].items():
             if "error" in e:
                 continue
-            lines.append(f"{plots.label(b)} on {latency['workload']}: {e['speedup']:.2f}× vs eager; compile repaid after "
-                         f"{_fmt_calls(e['cold']['break_even_calls'])} (cold cache), "
-                         f"{_fmt_calls(e['warm']['break_even_calls'])} (warm cache)")
+            cold, warm = e["cold"]["break_even_calls"], e["warm"]["break_even_calls"]
+            repaid = ("compile never repaid (no speedup)" if math.isinf(cold) and math.isinf(warm) else
+                      f"compile repaid after {_fmt_calls(cold)} (cold cache), {_fmt_calls(warm)} (warm)")
+            lines.append(f"{plots.label(b)} on {latency['workload']}: {e['speedup']:.2f}× vs eager; {repaid}")
     if modes and modes["modes"].get("eager", {}).get("summary", {}).get("total_s"):
         eager = modes["modes"]["eager"]["summary"]["total_s"]
         for m in ("static", "auto", "bucket", "jax_jit"):
