@@ -113,6 +113,7 @@ def test_the_panel_asks_then_shows_the_figure_and_marks_the_choice(monkeypatch):
     assert "you said <b>B</b>" in panel.mark.value and "<b>D</b> <span style='color:#b00020'>✗</span> (16)" in panel.mark.value
     assert "this machine" in panel.mark.value
     panel.controls["n"].value = 3  # a move after the reveal re-marks what is shown now
+    panel.join(300)
     assert "— (9)" in panel.mark.value
 
 

@@ -15,6 +15,7 @@ import pytest
 import demos  # noqa: F401  (environment before torch/JAX)
 from demos import topics
 from demos.deck.demo import Demo, Pow2Range
+from demos.engine import plots
 from demos.engine.measurement import Run
 from demos.engine.results import Record
 
@@ -67,6 +68,9 @@ def test_demo_draws_records_and_redraws(demo: Demo, tmp_path, monkeypatch):
         measured = demo.run()
         failed = [c for c, ok in demo.check_claims(measured).items() if not ok]
     assert not failed, f"{demo.key}: {failed}"
+    # every text of the figure stays inside it at the slide's size, with this machine's numbers
+    drawn = demo.draw(measured, demo.reference(measured.get("values")))
+    assert not plots.texts_outside(drawn[0] if isinstance(drawn, tuple) else drawn), demo.key
 
     # the measurement is a record section that survives JSON, and draws back as the reference (the
     # measurement just made is stored, not measured again)
@@ -112,6 +116,7 @@ def test_demo_draws_records_and_redraws(demo: Demo, tmp_path, monkeypatch):
         widget.value = new
         if panel.run_button and not spec.view:  # a view-only control redraws by itself, Run or not
             panel.update()
+        panel.join(300)  # a moved control's redraw takes its turn in the background
         assert panel.renders == 2, f"{demo.key}: moving {spec.name} did not redraw"
         assert _png(panel) != base, f"{demo.key}: moving {spec.name} to {new!r} drew the same figure"
 
@@ -171,6 +176,7 @@ def test_a_warmed_demo_opens_on_the_warm_result_and_measures_on_run(tmp_path, mo
     panel.update()
     assert calls == [3] and panel.renders == 1 and panel.last_error is None  # drawn from the kept result
     panel.button.click()
+    panel.join(300)
     assert calls == [3, 3] and panel.renders == 2  # Run measures
     for f in tmp_path.glob("*.json"):  # a kept result of an older shape is measured over, not shown as an error
         f.write_text(json.dumps({"saved": "x", "source": dm._source_hash(demo), "data": {"stamp": "s"}}))
@@ -198,6 +204,7 @@ def test_a_cell_that_starts_on_other_values_opens_on_their_warm_result(tmp_path,
         assert panel.last_data["n"] == n and "by `make warm` at " in panel.last_data["stamp"]
     assert calls == [3, 4] and demo.run({"n": 3})["n"] == 3 and calls == [3, 4]
     panel.button.click()  # Run measures again
+    panel.join(300)
     assert calls == [3, 4, 3]
 
 
@@ -230,6 +237,7 @@ def test_a_warm_result_is_drawn_in_the_view_the_cell_asks_for(tmp_path, monkeypa
     panel.update()
     assert panel.last_error is None and panel.last_data["values"]["view"] == "b" and calls == [3]
     panel.controls["view"].value = "a"
+    panel.join(300)
     assert panel.renders == 2 and panel.last_data["values"]["view"] == "a" and calls == [3]
 
 
@@ -248,11 +256,14 @@ def test_a_warmed_panel_says_what_it_shows_and_a_move_waits_for_run(tmp_path, mo
     demo.forget()
     panel = demo.panel()
     panel.show()
+    panel.join(300)
     assert calls == [3] and panel.renders == 1 and "press Run to measure it again" in panel.status.value
     first = panel.last_png
     panel.controls["n"].value = 4
+    panel.join(300)
     assert calls == [3] and panel.renders == 1
     panel.button.click()
+    panel.join(300)
     assert calls == [3, 4] and panel.renders == 2 and panel.last_png != first and "done in" in panel.status.value
 
 
@@ -273,7 +284,8 @@ def test_a_declaration_is_immutable_and_its_docstring_example_runs():
 
 
 def test_each_measurement_gets_a_run_whose_cache_forget_drops():
-    from demos.engine.measurement import Run
+    from demos.engine import plots
+from demos.engine.measurement import Run
 
     seen = []
 

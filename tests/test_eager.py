@@ -162,10 +162,14 @@ def test_regimes_panel_reuses_measured_points():
     p = eager.regimes(show=False, N_range=(2**4, 2**10))
     _fresh(p)
     p.controls["op"].value = "mul"
+    p.join(300)
     p.button.click()  # the Run button's callback
+    p.join(300)
     p.controls["op"].value = "add"
+    p.join(300)
     t0 = time.perf_counter()
     p.button.click()  # points cached: a redraw, no new sweep
+    p.join(300)
     assert p.last_error is None and time.perf_counter() - t0 < 3.0
 
 
@@ -176,10 +180,12 @@ def test_bad_input_is_one_line_and_the_panel_still_works(monkeypatch):
     n, _ = _fresh(p)
     monkeypatch.setattr(wl, "free_memory_bytes", lambda device=None: 1000)  # "nothing free"
     p.controls["N"].value = 2**13
+    p.join(300)
     assert p.last_error and "\n" not in p.last_error and "out of memory" in p.last_error
     assert p.renders == n  # no figure drawn from a failed measurement
     monkeypatch.undo()
     p.controls["N"].value = 2**11
+    p.join(300)
     assert p.last_error is None and p.renders == n + 1
 
 

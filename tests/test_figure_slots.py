@@ -184,3 +184,24 @@ def test_the_tick_patch_is_in_place_only_while_to_png_draws():
     with pytest.raises(RuntimeError):
         plots.to_png(fig)
     assert seen[-1] is figure_slots._update_ticks_once and Axis.__dict__["_update_ticks"] is own and figure_slots._TICKS is None
+
+
+@pytest.mark.parametrize("demo", DEMOS, ids=[d.key for d in DEMOS])
+def test_every_text_stays_inside_the_figure(demo, records):
+    """No label, title, tick, note or footer leaves the image at the slide's size: drawn from the
+    newest committed record, alone and beside itself as the reference (the longest notes). The
+    measured figures are checked the same way in test_demos (this machine's numbers)."""
+    recorded = next((r for rec in records if (r := demo.reference(None, record=rec, seed=False)) is not None), None)
+    if recorded is None:
+        pytest.skip(f"no committed record has {demo.key}")
+    for reference in (None, copy.deepcopy(recorded)):
+        assert not plots.texts_outside(_fig(demo.figure(copy.deepcopy(recorded), reference))), demo.key
+
+
+def test_a_clipped_label_is_found():
+    """The check itself: a y label longer than its axes is tall leaves the figure, and is named."""
+    fig, ax = plots.figure(size=(6.0, 1.2))
+    ax.set_ylabel("a label far longer than this short axes is tall")
+    assert any("a label far longer" in t and "past the" in t for t in plots.texts_outside(fig))
+    ax.set_ylabel("short")
+    assert not plots.texts_outside(fig)

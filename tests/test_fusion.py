@@ -238,10 +238,12 @@ def test_bad_input_is_one_line_and_the_panel_still_works(monkeypatch):
     n = p.renders
     monkeypatch.setattr(wl, "free_memory_bytes", lambda device=None: 1000)  # "nothing free"
     p.controls["N"].value = 2**16
+    p.join(300)
     assert p.last_error and "\n" not in p.last_error and "out of memory" in p.last_error
     assert p.renders == n
     monkeypatch.undo()
     p.controls["N"].value = 2**15
+    p.join(300)
     assert p.last_error is None and p.renders == n + 1
 
 

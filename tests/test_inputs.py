@@ -452,6 +452,7 @@ def test_an_interrupted_panel_says_so_and_measures_on_the_next_move(monkeypatch)
     assert panel.last_error and panel.last_error.startswith("interrupted") and "interrupted" in panel.status.value
     assert "measuring" not in panel.status.value and panel.renders == 0
     panel.controls["n"].value = 4  # the next move measures and draws
+    panel.join(300)
     assert panel.last_error is None and panel.renders == 1 and calls == [3, 4]
 
 

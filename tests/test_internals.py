@@ -230,6 +230,7 @@ def test_pipeline_stage_buttons_redraw_without_measuring(monkeypatch):
         before, png = p.renders, p.last_png
         t0 = time.process_time()  # CPU time: the machine running the tests may be shared
         p.controls[name].value = value
+        p.join(300)
         cpu = time.process_time() - t0
         assert p.last_error is None, p.last_error
         assert p.renders == before + 1 and p.last_png != png and p.last_values[name] == value

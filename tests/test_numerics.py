@@ -92,9 +92,11 @@ def test_numerics_panel_bad_input_one_line(monkeypatch):
 
     monkeypatch.setattr(nu, "prepare", oom)
     p.controls["workload"].value = "two_matmuls"
+    p.join(300)
     assert p.last_error and "\n" not in p.last_error and "out of memory" in p.last_error
     monkeypatch.undo()
     p.controls["workload"].value = "chain"
+    p.join(300)
     assert p.last_error is None and p.renders == n + 1
 
 

@@ -252,13 +252,16 @@ def test_live_panel_slider_calls_and_redraws():
     s = p.sessions["static"]
     compiles = s.compiles
     p.controls["S"].value = 100  # a new shape: one call, one recompile
+    p.join(300)
     assert p.renders == n + 1 and p.last_png != png
     assert p.last_error is None
     assert s.compiles == compiles + 1 and s.events[-1].compiled and s.events[-1].S == 100
     p.controls["S"].value = 64  # a seen shape: no compile
+    p.join(300)
     assert s.compiles == compiles + 1 and not s.events[-1].compiled
     # switching mode starts that mode's own session from zero
     p.controls["mode"].value = "mark_dynamic"
+    p.join(300)
     assert p.sessions["mark_dynamic"].compiles == 1 and p.last_error is None
 
 
@@ -266,6 +269,7 @@ def test_live_panel_sweep_and_reset_give_the_same_counts():
     p = rc.recompile_live(show=False)
     p._build()
     p.controls["mode"].value = "bucket"
+    p.join(300)
     lengths = [30, 70, 100, 40, 130]
     first = p.sweep(lengths).compiles
     assert first == _n_buckets(lengths, p.sessions["bucket"].bucket) == 3
@@ -285,9 +289,11 @@ def test_bad_input_is_one_line_and_panel_survives(monkeypatch):
 
     monkeypatch.setattr("demos.topics.recompilation_session.require_jax", no_jax)  # where Session calls it
     p.controls["mode"].value = "jax_jit"
+    p.join(300)
     assert p.last_error and "\n" not in p.last_error and "JAX is not installed" in p.last_error
     monkeypatch.undo()
     p.controls["mode"].value = "eager"
+    p.join(300)
     assert p.last_error is None and p.renders == n + 1
 
 
@@ -323,6 +329,7 @@ def test_compile_latency_is_a_cold_panel(latency, tmp_path, monkeypatch):
     p.update()
     assert p.last_error is None and p.renders == 1  # drawn from the kept result
     p.button.click()  # Run
+    p.join(300)
     assert p.last_error == "measured again"
 
 

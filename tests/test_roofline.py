@@ -231,10 +231,12 @@ def test_out_of_memory_is_one_line_and_the_panel_recovers(monkeypatch):
     good = p.renders
     monkeypatch.setattr(wl, "free_memory_bytes", lambda device=None: 1024)
     p.controls["scale"].value = 4.0
+    p.join(300)
     assert p.last_error and "out of memory" in p.last_error and "\n" not in p.last_error
     assert p.renders == good  # no figure drawn for the failed call
     monkeypatch.undo()
     p.controls["scale"].value = 0.25
+    p.join(300)
     assert p.last_error is None and p.renders == good + 1
 
 

@@ -423,11 +423,10 @@ class Demo:
 
     def __call__(self, show: bool = True, **overrides: Any):
         """The live cell: ``eager.timeline()`` shows the panel; ``show=False`` returns it. A cell
-        run again measures again (from the declared state: :meth:`forget`)."""
-        self.forget()
+        run again measures again, from the declared state (:meth:`forget`, in the panel's turn)."""
         try:
             panel = self.panel(**overrides)
-            return panel.show() if show else panel
+            return panel.show() if show else self.forget() or panel
         except DemoError as exc:  # a value typed into the cell, a bad setting: one line, the kernel goes on
             if not show:
                 raise

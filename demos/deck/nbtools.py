@@ -277,6 +277,60 @@ def execute(path: str | Path, timeout: int = 900, static: bool = True, cwd: str 
     return nb, time.perf_counter() - t0
 
 
+# What a script asks the kernel after a part's cells: wait for the panels' turns, then how each ended.
+_TURNS_DONE = "from demos.deck.turns import TURNS as _t; print(_t.wait(timeout_s={s}))"
+_PANELS = ("import json as _j; from demos.deck.turns import TURNS as _t; print(_j.dumps([{{'demo': p.demo.key, "
+           "'renders': p.renders, 'error': p.last_error}} for p in _t.panels]))")
+
+
+def live_run(path: str | Path, cell_timeout_s: int = 30, wait_s: float | None = 600.0) -> dict[str, Any]:
+    """Execute a part live (widgets on, no DEMOS_STATIC) with plain nbclient, as a student's other
+    client runs it (``jupyter execute``, VS Code, a grader), with no front end and none of
+    :func:`execute`'s care (its channels polled as nbclient polls them). Returns the seconds each
+    code cell took to return (a cell past ``cell_timeout_s`` is recorded as None); then, unless
+    ``wait_s`` is None, waits up to ``wait_s`` for the panels' turns (in 5 s cells) and reads how
+    each panel ended (``renders``, ``error``)."""
+    import json
+
+    import nbformat
+    from nbclient import NotebookClient
+    from nbclient.exceptions import CellTimeoutError
+
+    from demos.engine.settings import temporarily
+
+    nb = nbformat.read(str(path), as_version=4)
+    cells: list[dict[str, Any]] = []
+    out: dict[str, Any] = {"cells": cells, "panels": None, "done_s": None}
+    t0 = time.perf_counter()
+    with temporarily(kernel_env(False, None)):
+        client = NotebookClient(nb, timeout=cell_timeout_s, kernel_name="python3",
+                                resources={"metadata": {"path": str(Path(path).parent)}})
+        with client.setup_kernel():
+            for i, cell in enumerate(nb.cells):
+                if cell.cell_type != "code":
+                    continue
+                t = time.perf_counter()
+                try:
+                    client.execute_cell(cell, i)
+                    seconds = time.perf_counter() - t
+                except CellTimeoutError:
+                    seconds = None
+                cells.append({"cell": cell.source.strip().splitlines()[-1], "seconds": seconds})
+            if wait_s is None:
+                return out
+
+            def ask(code: str) -> str:
+                probe = nbformat.v4.new_code_cell(code)
+                client.execute_cell(probe, 0)
+                return "".join(o.get("text", "") for o in probe.outputs).strip()
+
+            while time.perf_counter() - t0 < wait_s and ask(_TURNS_DONE.format(s=5)) != "True":
+                pass
+            out["done_s"] = time.perf_counter() - t0
+            out["panels"] = json.loads(ask(_PANELS) or "[]")
+    return out
+
+
 def slide_count(nb) -> int:
     """Pages a slide-per-page export has: slides plus sub-slides (the first cell opens one)."""
     n = 0

@@ -3,9 +3,11 @@
 A live cell is one call, e.g. ``eager.timeline()``: the demo's declaration
 (:class:`demos.deck.demo.Demo`) builds a :class:`Panel` from its controls and its
 ``render(values, progress)``, which returns a matplotlib Figure (optionally with an HTML
-table). The panel redraws the figure in place inside an ``Output`` widget whenever a
-control changes (or on its Run button), shows progress while slow work runs, and turns any
-failure into one line in its status bar, leaving the kernel and the controls usable.
+table). The cell shows the panel and returns at once; the measurement takes its turn in the
+background (:mod:`demos.deck.turns`: one panel measures at a time). The panel redraws the figure
+in place inside an ``Output`` widget whenever a control changes (or on its Run button), shows
+progress while slow work runs, and turns any failure into one line in its status bar, leaving
+the kernel and the controls usable.
 
 A demo that declares a question (``Demo.ask``, :mod:`demos.deck.asks`) asks it first: the panel
 shows the question and its choices while it measures, and reveals the controls and the figure on
@@ -26,6 +28,7 @@ import time
 import traceback
 from typing import Any, Callable
 
+from demos.deck.turns import TURNS, WAITING
 from demos.engine.env import static_mode
 from demos.engine.errors import one_line, release_memory
 from demos.engine.figure_slots import FigureSlot, drawing_into
@@ -66,10 +69,11 @@ def _widgets():
 class Panel:
     """Controls + status line + progress bar + figure, redrawn in place."""
 
-    # Run measures in a background thread, so the kernel still answers widgets meanwhile, and a
-    # Stop button ends it (``stop_measuring``): for panels that measure in a worker process, which
-    # a stop can kill. The kernel's own stop button is hidden in the slideshow, and reaches only
-    # the main thread.
+    # Every measurement takes its turn in the background (:mod:`demos.deck.turns`), so the cell
+    # returns at once and the kernel still answers widgets meanwhile. A ``stoppable`` panel has a
+    # Stop button beside Run (``stop_measuring``): for panels that measure in a worker process,
+    # which a stop can kill. The kernel's own stop button is hidden in the slideshow, and reaches
+    # only the main thread, where no measurement runs.
     stoppable = False
 
     def __init__(self, demo, specs, initial: dict | None = None):
@@ -91,7 +95,6 @@ class Panel:
         self.slot = FigureSlot()  # the figure a redraw draws into: its axes, ticks and layout stay between redraws
         self._built = False
         self._controls: dict[str, Any] = {}
-        self._job: threading.Thread | None = None  # a Run under way in the background (``stoppable``)
 
     def render_fn(self, values: dict[str, Any], progress: Progress):
         """One redraw: a ``demos.deck.demo.Drawn`` (the figure, how it was measured, its split)."""
@@ -137,7 +140,7 @@ class Panel:
                     self._controls[spec.name].observe(lambda _change: self._redraw_view(), names="value")
         else:
             for c in self._controls.values():
-                c.observe(lambda _change: self.update(), names="value")
+                c.observe(lambda _change: self.request(), names="value")
         self.controls_row = w.HBox(row, layout=w.Layout(flex_flow="row wrap", align_items="center"))
         keys = w.HTML(value=KEY_GUARD, layout=w.Layout(width="0px", height="0px", overflow="hidden"))
         # the mark of a question shares the status row: a revealed panel is no taller than one that never asked
@@ -227,53 +230,69 @@ class Panel:
             self.progress_bar.layout.display = "none"
 
     def _redraw_view(self) -> None:
-        if self.renders and not self.running:  # nothing drawn yet: the view applies to the first Run
-            self.update()
+        if self.renders or self.running:  # nothing drawn nor measuring yet: the view applies to the first Run
+            self.request()
 
-    # Run and Stop ----------------------------------------------------------------------
-    def run(self) -> None:
-        """The Run button: measure again. A ``stoppable`` panel measures in a background thread and
-        returns at once (its Stop button is live until the Run ends); a second Run meanwhile is ignored."""
-        if not self.stoppable:
-            self.update(remeasure=True)
-            return
-        if self.running:
-            return
-        self.forget_stop()
-        self.button.disabled, self.stop_button.disabled = True, False
-        self._job = threading.Thread(target=self._run_job, name=f"{self.demo.key}-run", daemon=True)
-        self._job.start()
+    # turns, Run and Stop ---------------------------------------------------------------
+    def request(self, remeasure: bool = False, forget: bool = False, work: Callable[[], None] | None = None) -> None:
+        """Queue a redraw (``remeasure``: the Run button; ``forget``: the cell, back to the declared
+        state first), or other ``work`` of this panel, for its turn; returns at once."""
+        kind = "work" if work is not None else "run" if remeasure or forget else "update"
+        TURNS.take(self, lambda: self._turn(work or (lambda: self.update(remeasure=remeasure, forget=forget))), kind)
 
-    def _run_job(self) -> None:
+    def _turn(self, work: Callable[[], None]) -> None:
+        """The panel's turn: its Run button off (and Stop live) while it measures."""
+        if self.stoppable:
+            self.forget_stop()  # a Stop pressed outside a Run must not end this one
+        busy = self._built and self.run_button
+        if busy:
+            self.button.disabled = True
+            if self.stoppable:
+                self.stop_button.disabled = False
         try:
-            self.update(remeasure=True)
-            if self._only_a_view_moved():  # while it measured: drawn in the view the panel shows now
-                self.update()
+            work()
         finally:
-            self.forget_stop()  # a Stop that came as it ended ends nothing later
-            self.button.disabled, self.stop_button.disabled = False, True
+            if self.stoppable:
+                self.forget_stop()  # a Stop that came as it ended ends nothing later
+            if busy:
+                self.button.disabled = False
+                if self.stoppable:
+                    self.stop_button.disabled = True
 
-    def _only_a_view_moved(self) -> bool:
-        now, then = self.values(), self.last_values
-        moved = {s.name for s in self.specs if now.get(s.name) != then.get(s.name)}
-        return bool(moved) and self.last_error is None and all(s.view for s in self.specs if s.name in moved)
+    def waiting(self) -> None:
+        """Queued behind another panel's measurement."""
+        if self._built:
+            self.status.value = f"<span class='jitdeck-busy'>⏳ {WAITING}</span>"
+
+    def run(self) -> None:
+        """The Run button: measure again, in the panel's turn (returns at once); a second Run
+        while one is waiting or under way is ignored."""
+        if TURNS.busy(self, "run"):
+            return
+        if self._built:  # at once: the click is answered before the turn comes
+            self.button.disabled = True
+            if self.stoppable:
+                self.stop_button.disabled = False
+        self.request(remeasure=True)
 
     @property
     def running(self) -> bool:
-        """A Run is under way in the background."""
-        return self._job is not None and self._job.is_alive()
+        """A turn of this panel is under way or waiting."""
+        return TURNS.busy(self)
 
-    def join(self, timeout_s: float | None = None) -> None:
-        """Wait for the Run under way (a script or a test driving the panel)."""
-        if self._job is not None:
-            self._job.join(timeout_s)
+    def join(self, timeout_s: float | None = None) -> bool:
+        """Wait for the panel's turns (a script or a test driving the panel); False on the timeout."""
+        return TURNS.wait(self, timeout_s)
 
     def stop(self) -> None:
-        """The Stop button: end the Run under way; the panel says so in one line, and the next Run
-        measures."""
-        if self.running:
+        """The Stop button: end the Run under way (or drop one still waiting); the panel says so in
+        one line, and the next Run measures."""
+        dropped = TURNS.drop(self)
+        if TURNS.measuring(self):
             self.status.value = "<span class='jitdeck-busy'>⏳ stopping…</span>"
             self.stop_measuring()
+        elif dropped:
+            self.status.value = "<span class='jitdeck-ok' style='color:#555'>stopped before its turn</span>"
 
     def forget_stop(self) -> None:
         """A ``stoppable`` panel's Run starts or ends (or the cell shows it): a Stop pressed outside
@@ -349,10 +368,10 @@ class Panel:
         if debug:
             traceback.print_exc()
 
-    def update(self, remeasure: bool = False) -> None:
-        """Recompute and redraw in place (the widgets' callback); ``remeasure`` (the Run button)
-        measures again even where nothing changed."""
-        if remeasure:
+    def update(self, remeasure: bool = False, forget: bool = False) -> None:
+        """Recompute and redraw in place, now (a turn's work); ``remeasure`` (the Run button)
+        measures again even where nothing changed, from the declared state, as ``forget`` does."""
+        if remeasure or forget:
             self.demo.forget()
         self._build()
         self.progress(0.0, "measuring…")
@@ -426,25 +445,27 @@ class Panel:
         """The live panel opened on `make warm`'s result: a subclass gets the next Run ready here."""
 
     def show(self):
+        """The cell: the panel at once, its measurement queued for its turn (headless: the figure)."""
         if static_mode():
+            self.demo.forget()
             self.render_static()
             return None
         from IPython.display import display
 
         self._build()
-        if self.stoppable:
-            self.forget_stop()
-        if self.ask is not None:  # the question is up while the measurement runs
-            display(self.widget)
-        self.update()
+        self.progress(0.0, "measuring…")
+        display(self.widget)
+        self.request(work=self._first)
+        return None
+
+    def _first(self) -> None:
+        """The cell's turn: from the declared state, the warm result or a measurement."""
+        self.update(forget=True)
         if self.initial is not None and not self.last_error:
             then = "press Run to measure it again" if self.run_button else "move a control to measure live"
             self.status.value = ("<span class='jitdeck-ok' style='color:#555'>the result `make warm` measured; "
                                  f"{then}</span>")
             self.opened_warm()
-        if self.ask is None:
-            display(self.widget)
-        return None
 
     def _ipython_display_(self):  # pragma: no cover - exercised in notebooks
         self.show()

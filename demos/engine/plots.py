@@ -350,3 +350,38 @@ def no_minor_ticks(*axes) -> None:
     for ax in axes:
         ax.xaxis.set_minor_locator(NullLocator())
         ax.yaxis.set_minor_locator(NullLocator())
+
+
+def texts_outside(fig: Figure, slack_px: float = 1.0) -> list[str]:
+    """The texts of ``fig`` (labels, titles, ticks, notes, the footer) whose drawn extent leaves the
+    figure, at the figure's own size: each as "text (by how many px, which side)". A clipped label
+    is one here."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.text import Text
+
+    canvas = fig.canvas if isinstance(fig.canvas, FigureCanvasAgg) else FigureCanvasAgg(fig)
+    with ticks_once():
+        canvas.draw()
+    renderer = canvas.get_renderer()
+    width, height = canvas.get_width_height()
+    undrawn = set()  # tick labels matplotlib keeps for ticks outside the view, and does not draw
+    for ax in fig.axes:
+        for axis in (ax.xaxis, ax.yaxis):
+            lo, hi = sorted(axis.get_view_interval())
+            shown = ax.axison and axis.get_visible()
+            for tick in axis.get_major_ticks() + axis.get_minor_ticks():
+                loc = tick.get_loc()
+                if not shown or loc is None or not lo - 1e-9 * abs(hi - lo) <= loc <= hi + 1e-9 * abs(hi - lo):
+                    undrawn.update((id(tick.label1), id(tick.label2)))
+    out = []
+    for t in fig.findobj(Text):
+        if not (t.get_visible() and t.get_text().strip()) or (t.axes is not None and not t.axes.get_visible()):
+            continue
+        if id(t) in undrawn:
+            continue
+        bb = t.get_window_extent(renderer)
+        sides = {"left": -bb.x0, "bottom": -bb.y0, "right": bb.x1 - width, "top": bb.y1 - height}
+        over = {k: v for k, v in sides.items() if v > slack_px}
+        if over:
+            out.append(f"{t.get_text()[:60]!r} ({', '.join(f'{v:.0f} px past the {k}' for k, v in over.items())})")
+    return out

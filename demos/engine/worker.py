@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import select
 import signal
 import subprocess
@@ -51,6 +52,25 @@ def rss_bytes(pid: int) -> int | None:
         return int(Path(f"/proc/{pid}/statm").read_text().split()[1]) * PAGE
     except (OSError, ValueError, IndexError):
         return None
+
+
+MIN_STAGE_S = 3.0  # a limited stage runs at least this long, however late it started
+WHERE_SIGNAL = getattr(signal, "SIGUSR1", None)  # asks the child for its stack (faulthandler), before a stop
+
+
+class StageStopped(DemoError):
+    """A limited stage did not end in time; ``line`` is where the job was in ``locate`` (or None)."""
+
+    def __init__(self, what: str, seconds: float, line: int | None, code: str | None = None):
+        self.what, self.seconds, self.line = what, seconds, line
+        at = "" if line is None else f" It was at line {line}" + (f": `{code}`" if code else "") + "."
+        super().__init__(f"stopped: {what} had not returned within {seconds:.0f} s (an endless loop?).{at} "
+                         "The worker was restarted with a clean compile state")
+
+    def with_code(self, lines: list[str]) -> "StageStopped":
+        """The same line, quoting the source line it was at."""
+        code = lines[self.line - 1].strip() if self.line and 0 < self.line <= len(lines) else None
+        return StageStopped(self.what, self.seconds, self.line, code)
 
 
 class Worker:
@@ -142,6 +162,30 @@ class Worker:
                     pass
         self.proc = None
 
+    def where(self, filename: str, wait_s: float = 1.0) -> int | None:
+        """The line of ``filename`` (a prefix: "<your code" matches "<your code #3>") the child is running now (its innermost frame there), read from
+        the stack the child's faulthandler writes to its stderr on ``WHERE_SIGNAL``; None if it
+        does not say within ``wait_s``."""
+        if WHERE_SIGNAL is None or self.proc is None or self._err is None or self.proc.poll() is not None:
+            return None
+        try:
+            self._err.seek(0, os.SEEK_END)
+            start = self._err.tell()
+            os.kill(self.proc.pid, WHERE_SIGNAL)
+        except OSError:
+            return None
+        pattern = re.compile(r'File "' + re.escape(filename) + r'[^"]*", line (\d+)')
+        end = time.monotonic() + wait_s
+        while time.monotonic() < end:
+            time.sleep(0.05)
+            self._err.seek(start)
+            text = self._err.read().decode("utf-8", "replace")
+            for ln in text.splitlines(keepends=True):  # whole lines only: the dump may be half written
+                m = pattern.search(ln)
+                if m and ln.endswith("\n"):
+                    return int(m.group(1))
+        return None
+
     def cancel(self) -> None:
         """Stop the job under way from another thread (a panel's Stop button): the job kills the
         child at its next check, within 0.1 s, says so in one line and clears the flag (a panel
@@ -161,11 +205,15 @@ class Worker:
     # -- a job -------------------------------------------------------------------------
     def call(self, module: str, function: str, kwargs: dict[str, Any], timeout_s: float = 120.0,
              memory_bytes: int | None = None, progress: Callable[[float, str], None] | None = None,
-             stage_limits: dict[str, tuple[float, str]] | None = None) -> Any:
+             stage_limits: dict[str, tuple[float, str]] | None = None, begun: float | None = None,
+             locate: str | None = None) -> Any:
         """``module.function(**kwargs)`` in the child; its result, or DemoError in one line.
         ``stage_limits``: {a progress message's start: (seconds, what it is, in words)}: a stage
-        the job reports must reach its next progress message within its seconds (an endless loop
-        is stopped there, not at ``timeout_s``), and the seconds left are reported as it waits."""
+        the job reports must reach its next progress message by ``begun`` (``time.monotonic()`` of
+        the Run; this call's start by default) plus its seconds, and at least ``MIN_STAGE_S`` after
+        it began. An endless loop is stopped there, not at ``timeout_s``; the seconds left are
+        reported as it waits, and the stop says at which line of the file ``locate`` it was."""
+        begun = time.monotonic() if begun is None else begun
         if not self.alive:
             self.start()
         request = json.dumps({"module": module, "function": function, "kwargs": kwargs}) + "\n"
@@ -175,18 +223,21 @@ class Worker:
         except (BrokenPipeError, OSError):
             self.stop()
             raise DemoError("the worker process had stopped; press Run again") from None
-        msg = self._read(timeout_s, memory_bytes or default_memory_bytes(), progress, stage_limits or {})
+        msg = self._read(timeout_s, memory_bytes or default_memory_bytes(), progress, stage_limits or {},
+                         begun, locate)
         if msg.get("ok"):
             return msg.get("result")
         raise DemoError(msg.get("error") or "the job failed")
 
     def _read(self, timeout_s: float, memory_bytes: int | None, progress,
-              stage_limits: dict[str, tuple[float, str]] | None = None) -> dict[str, Any]:
+              stage_limits: dict[str, tuple[float, str]] | None = None, begun: float | None = None,
+              locate: str | None = None) -> dict[str, Any]:
         """The next result line, passing progress lines on; kills the child past the limits."""
         t0 = time.monotonic()
+        begun = t0 if begun is None else begun
         deadline = t0 + timeout_s
         fd = self.proc.stdout.fileno()
-        stage = None  # (fraction, message, seconds, what, its deadline) of a limited stage under way
+        stage = None  # (fraction, message, what, its deadline) of a limited stage under way
         told = 0.0
         while True:
             while b"\n" in self._buf:
@@ -198,7 +249,8 @@ class Worker:
                 if "progress" in msg:
                     frac, text = float(msg["progress"]), str(msg.get("message", ""))
                     limit = next((v for k, v in (stage_limits or {}).items() if text.startswith(k)), None)
-                    stage = (frac, text, *limit, time.monotonic() + limit[0]) if limit else None
+                    now = time.monotonic()
+                    stage = (frac, text, limit[1], max(now + MIN_STAGE_S, begun + limit[0])) if limit else None
                     if progress is not None:
                         progress(frac, text)
                     continue
@@ -208,12 +260,12 @@ class Worker:
                 self.cancelled.clear()  # one Stop ends one job
                 self.stop()
                 raise DemoError(f"stopped after {now - t0:.0f} s (Stop); the next Run starts a fresh worker")
-            if stage is not None and now > stage[4]:
+            if stage is not None and now > stage[3]:
+                line = self.where(locate) if locate else None
                 self.stop()
-                raise DemoError(f"stopped: {stage[3]} did not return within {stage[2]:.0f} s (an endless loop?); "
-                                "the worker was restarted with a clean compile state")
+                raise StageStopped(stage[2], time.monotonic() - begun, line)
             if stage is not None and progress is not None and now - told >= 1.0:
-                progress(stage[0], f"{stage[1]} (stopped in {stage[4] - now:.0f} s if it does not return)")
+                progress(stage[0], f"{stage[1]} (stopped in {stage[3] - now:.0f} s if it does not return)")
                 told = now
             if now > deadline:
                 self.stop()
@@ -303,6 +355,10 @@ def _serve(preload: list[str]) -> None:  # pragma: no cover - runs in the child 
         proto.write(json.dumps(obj, default=str) + "\n")
         proto.flush()
 
+    if WHERE_SIGNAL is not None:  # the parent asks where a job is before it stops it (Worker.where)
+        import faulthandler
+
+        faulthandler.register(WHERE_SIGNAL, file=sys.stderr, all_threads=False)
     try:
         # `python -m demos.engine.worker` imported the package `demos` first: the environment is set
         # before torch/JAX start

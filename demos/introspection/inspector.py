@@ -240,20 +240,24 @@ def run_isolated(worker, source: str, func: str | None = None, shape: str = "102
     if dtype not in DTYPES:
         raise DemoError(f"dtype {dtype!r}: one of {', '.join(DTYPES)}")
     from demos.engine.devices import runs_here
-    from demos.engine.worker import default_memory_bytes
+    from demos.engine.worker import StageStopped, default_memory_bytes
 
     runs_here("the inspector", {"dtype": dtype})
 
     cap = memory_bytes or default_memory_bytes()
     check_fits(dims, dtype, 1, cap)
+    begun = time.monotonic()  # the Run: the eager call's limit counts a cold worker's start
     started = ensure_worker(worker, progress)
     t0 = time.perf_counter()
     shape_text = "x".join(map(str, dims))
-    out = worker.call("demos.introspection.inspector", "inspect_source",
-                      {"source": source, "func": func, "shape": shape_text, "dtype": dtype, "jax": jax,
-                       "sweep_dim": sweep_dim, "limit_bytes": cap}, timeout_s=timeout_s, memory_bytes=cap,
-                      progress=progress,
-                      stage_limits={EAGER_STAGE: (EAGER_LIMIT_S, f"your function, run eagerly at {shape_text},")})
+    try:
+        out = worker.call("demos.introspection.inspector", "inspect_source",
+                          {"source": source, "func": func, "shape": shape_text, "dtype": dtype, "jax": jax,
+                           "sweep_dim": sweep_dim, "limit_bytes": cap}, timeout_s=timeout_s, memory_bytes=cap,
+                          progress=progress, begun=begun, locate=SOURCE_NAME[:-1],
+                          stage_limits={EAGER_STAGE: (EAGER_LIMIT_S, f"your function, run eagerly at {shape_text},")})
+    except StageStopped as exc:
+        raise exc.with_code(source.splitlines()) from None
     out["worker"] = {"start_s": started, "run_s": time.perf_counter() - t0, "starts": worker.starts}
     return out
 

@@ -148,7 +148,7 @@ def figure_regimes(data: dict, reference: dict | None = None):
     ax.set_yscale("log")
     plots.no_minor_ticks(ax)
     ax.set_xlabel("N (elements)")
-    ax.set_ylabel("µs per call (median, wall clock)")
+    ax.set_ylabel("µs per call\n(median, wall clock)")
     mc = data["measured_crossover"].get(op)
     if mc:
         i = data["Ns"].index(mc)

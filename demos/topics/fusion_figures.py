@@ -159,7 +159,7 @@ def figure_latency(data: dict[str, Any], reference: dict | None = None):
     kernels = any(forms[b].get("kernel_gbps") for b in names)
     bw.set_xlabel("GB/s = bytes ÷ call time (wall clock)"
                   + ("\nhatched: ÷ kernel time (profiler trace)" if kernels else "\n(CPU: no separate kernel time)"))
-    bw.set_title("eager moves 15N, fused 3N elements", fontsize=14)
+    bw.set_title("eager moves 15N, fused 3N elements", fontsize=13)
     bw.grid(axis="y", visible=False)
     plots.stamp_figure(fig, data, reference)
     return fig

@@ -42,9 +42,10 @@ def figure_pipeline(data: dict[str, Any], reference: dict[str, Any] | None = Non
         fig.text(x0, 0.915, _counts_line(side.get("counts", {})), fontsize=12.5, color="#333333", va="top")
         ref_side, y_top = (reference or {}).get(side_key, {}), 0.86
         if ref_side.get("counts"):
-            fig.text(x0, 0.868, f"recorded on {plots.where_measured(reference)}: " + _counts_line(ref_side["counts"]),
-                     fontsize=11.5, color=plots.PALETTE["reference"], va="top")
-            y_top = 0.82
+            said = textwrap.wrap(f"recorded on {plots.where_measured(reference)}: " + _counts_line(ref_side["counts"]),
+                                 plots.chars_per_line(fig, 11.5, 0.475))  # within its column
+            fig.text(x0, 0.868, "\n".join(said), fontsize=11.5, color=plots.PALETTE["reference"], va="top")
+            y_top = 0.82 - 0.035 * (len(said) - 1)
         plots.draw_code(fig, x0, y_top, 0.475, y_top - 0.11, side.get("stages", {}).get(stage, []), fontsize=11.5)
     plots.two_columns(fig)
     plots.stamp_figure(fig, data, reference)

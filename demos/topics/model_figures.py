@@ -106,7 +106,7 @@ def figure_speed(data: dict, reference: dict | None = None):
     ax.set_ylabel(f"ms per {'training step' if data['step'] == 'training' else 'forward'}\n(median, p10–p90)")
     notes = list(data.get("skipped", {}).values())
     if data.get("agree"):
-        notes.append("forward outputs vs eager, max|Δ|÷max|y|: "
+        notes.append("forward outputs vs eager, max|Δ|÷max|y|:\n"
                      + ", ".join(f"{plots.label(k)} {v:.0e}" for k, v in data["agree"].items()))
     ax.set_xlabel("\n".join(notes), fontsize=11, color="#555555")
     # right: speedup vs work per call — the sizes measured this session, the seed's range, the paper

@@ -105,11 +105,7 @@ class LivePanel(Panel):
         self.last_png = plots.to_png(fig)
         self.renders += 1
         if self._built:
-            from IPython.display import Image, clear_output, display
-
-            with self.out:
-                clear_output(wait=True)
-                display(Image(data=self.last_png, format="png"))
+            self._show_png(self.last_png)
 
     def _build(self) -> None:
         if self._built:
@@ -119,8 +115,8 @@ class LivePanel(Panel):
 
         self.sweep_button = w.Button(description="Auto-sweep", button_style="warning", icon="forward",
                                      layout=w.Layout(width="150px"))
-        self.sweep_button.on_click(lambda _b: self.sweep())
+        self.sweep_button.on_click(lambda _b: self.request(work=self.sweep))
         self.reset_button = w.Button(description="Reset", icon="refresh", layout=w.Layout(width="100px"))
-        self.reset_button.on_click(lambda _b: self.reset())
+        self.reset_button.on_click(lambda _b: self.request(work=self.reset))
         row = self.controls_row
         row.children = tuple(row.children) + (self.sweep_button, self.reset_button)
