@@ -66,10 +66,58 @@ def _cells(page) -> list[dict[str, Any]]:
 def _only_the_notebook(page) -> None:
     """A part opened in JupyterLab also opens its RISE preview beside it (the deck's notebooks ask
     RISE to start at once), whose full-screen request is a dialog: cancel it and close the
+    preview, leaving the notebook a student runs (and say no to JupyterLab's news)."""
+    dialog = page.locator(".jp-Dialog")
+    try:
+        dialog.locator("button", has_text="Cancel").first.click(timeout=30_000)
+        dialog.first.wait_for(state="detached", timeout=10_000)
+    except Exception:  # playwright's TimeoutError: no dialog came
+        pass
+    try:
+        page.locator(".Toastify button, .jp-toast-button", has_text=re.compile(r"^\s*No\s*$")).first.click(timeout=3_000)
+    except Exception:  # not asked
+        pass
+    tabs = page.locator(".lm-DockPanel-tabBar .lm-TabBar-tab")
+    for i in reversed(range(tabs.count())):
+        tab = tabs.nth(i)
+        if tab.locator("[data-icon='rise' i]").count():  # jupyterlab_rise's preview tab
+            tab.locator(".lm-TabBar-tabCloseIcon").click(force=True, timeout=10_000)
+    page.locator(".lm-DockPanel-tabBar .lm-TabBar-tab [data-icon='rise' i]").first.wait_for(state="detached",
+                                                                                           timeout=10_000)
+
+
+# Any status line saying it waits for the panel above, however briefly: watched as the page changes.
+WATCH_WAITING = """() => { window.__jitdeckWaited = false;
+  new MutationObserver(() => { if (!window.__jitdeckWaited && [...document.querySelectorAll('.jitdeck-status')]
+      .some(s => s.textContent.includes(""" + json.dumps(WAITING) + """))) window.__jitdeckWaited = true; })
+    .observe(document.body, {subtree: true, childList: true, characterData: true}); }"""
+
+
+def _live_sources(notebook: str) -> list[str]:
+    """The last line of each live cell of ``notebook``, in order."""
+    import nbformat
+
+    from demos.deck.walk import LIVE_MARK
+
+    nb = nbformat.read(str(PROJECT_ROOT / notebook), as_version=4)
+    return [c.source.strip().splitlines()[-1] for c in nb.cells if c.cell_type == "code" and LIVE_MARK in c.source]
+
+
+def _cells(page) -> list[dict[str, Any]]:
+    return page.evaluate(CELLS)
+
+
+def _only_the_notebook(page) -> None:
+    """A part opened in JupyterLab also opens its RISE preview beside it (the deck's notebooks ask
+    RISE to start at once), whose full-screen request is a dialog: cancel it and close the
     preview, leaving the notebook a student runs."""
     try:
         page.locator(".jp-Dialog button", has_text="Cancel").first.click(timeout=15_000)
     except Exception:  # playwright's TimeoutError: no dialog came
+        pass
+    try:  # JupyterLab's question about its news, over the cells' bottom right: "No"
+        page.locator(".Toastify button, .jp-toast-button", has_text=re.compile(r"^\s*No\s*$")).first.click(timeout=3_000)
+    except Exception:  # playwright's TimeoutError: not asked
         pass
     tabs = page.locator(".lm-DockPanel-tabBar .lm-TabBar-tab")
     for i in reversed(range(tabs.count())):
@@ -83,8 +131,11 @@ def run_all(ctx, plan, notebook: str, shots: Path | None = None, timeout_s: floa
     panel's question in order and wait for its figure. Returns what :data:`CELLS` read, with times."""
     page = ctx.new_page()
     page.set_viewport_size({"width": PAGE_W, "height": PAGE_H})
+    page.set_default_timeout(60_000)
     try:
-        page.goto(f"{plan.base_url()}lab/tree/{notebook}?token={plan.token}", timeout=120_000)
+        # a workspace of its own: JupyterLab would otherwise reopen what the last page had open
+        space = f"labrun-{Path(notebook).stem}-{int(time.time())}"
+        page.goto(f"{plan.base_url()}lab/workspaces/{space}/tree/{notebook}?reset&token={plan.token}", timeout=120_000)
         page.wait_for_selector(".jp-Notebook .jp-CodeCell", timeout=120_000)
         _only_the_notebook(page)
         page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']", timeout=180_000)
