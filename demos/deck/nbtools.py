@@ -279,8 +279,8 @@ def execute(path: str | Path, timeout: int = 900, static: bool = True, cwd: str 
 
 # What a script asks the kernel after a part's cells: wait for the panels' turns, then how each ended.
 _TURNS_DONE = "from demos.deck.turns import TURNS as _t; print(_t.wait(timeout_s={s}))"
-_PANELS = ("import json as _j; from demos.deck.turns import TURNS as _t; print(_j.dumps([{{'demo': p.demo.key, "
-           "'renders': p.renders, 'error': p.last_error}} for p in _t.panels]))")
+_PANELS = ("import json as _j; from demos.deck.turns import TURNS as _t; print(_j.dumps([{'demo': p.demo.key, "
+           "'renders': p.renders, 'error': p.last_error} for p in _t.panels]))")
 
 
 def live_run(path: str | Path, cell_timeout_s: int = 30, wait_s: float | None = 600.0) -> dict[str, Any]:
