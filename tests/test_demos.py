@@ -284,8 +284,7 @@ def test_a_declaration_is_immutable_and_its_docstring_example_runs():
 
 
 def test_each_measurement_gets_a_run_whose_cache_forget_drops():
-    from demos.engine import plots
-from demos.engine.measurement import Run
+    from demos.engine.measurement import Run
 
     seen = []
 

@@ -34,9 +34,11 @@ def bench_panel(panel, repeats: int = 6) -> list[dict[str, Any]]:
         for i in range(repeats + 2):
             panel.last_encode_s = None
             t0 = time.perf_counter()
-            ctl.value = b if i % 2 == 0 else a  # an observed panel redraws inside this assignment
+            ctl.value = b if i % 2 == 0 else a  # an observed panel queues its redraw (its turn comes at once here)
             if panel.run_button:
                 panel.update()
+            else:
+                panel.join(300)
             if i >= 2:  # the first move of each value may still compile: a warm-up
                 times.append(time.perf_counter() - t0)
                 split = panel.last_split
