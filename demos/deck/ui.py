@@ -262,7 +262,7 @@ class Panel:
     def waiting(self) -> None:
         """Queued behind another panel's measurement."""
         if self._built:
-            self.status.value = f"<span class='jitdeck-busy'>⏳ {WAITING}</span>"
+            self.status.value = f"<span class='jitdeck-busy'>◷ {WAITING}</span>"
 
     def run(self) -> None:
         """The Run button: measure again, in the panel's turn (returns at once); a second Run
@@ -289,7 +289,7 @@ class Panel:
         one line, and the next Run measures."""
         dropped = TURNS.drop(self)
         if TURNS.measuring(self):
-            self.status.value = "<span class='jitdeck-busy'>⏳ stopping…</span>"
+            self.status.value = "<span class='jitdeck-busy'>◷ stopping…</span>"
             self.stop_measuring()
         elif dropped:
             self.status.value = "<span class='jitdeck-ok' style='color:#555'>stopped before its turn</span>"
@@ -309,7 +309,7 @@ class Panel:
         self.progress_bar.layout.display = None
         self.progress_bar.value = max(0.0, min(1.0, float(fraction)))
         if message:
-            self.status.value = f"<span class='jitdeck-busy'>⏳ {html.escape(message)}</span>"
+            self.status.value = f"<span class='jitdeck-busy'>◷ {html.escape(message)}</span>"
 
     # rendering -----------------------------------------------------------------------
     def compute(self) -> Any:
