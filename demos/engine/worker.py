@@ -163,9 +163,9 @@ class Worker:
         self.proc = None
 
     def where(self, filename: str, wait_s: float = 1.0) -> int | None:
-        """The line of ``filename`` (a prefix: "<your code" matches "<your code #3>") the child is running now (its innermost frame there), read from
-        the stack the child's faulthandler writes to its stderr on ``WHERE_SIGNAL``; None if it
-        does not say within ``wait_s``."""
+        """The line of ``filename`` (a prefix: "<your code" matches "<your code #3>") the child is
+        running now (its innermost frame there), read from the stack the child's faulthandler
+        writes to its stderr on ``WHERE_SIGNAL``; None if it does not say within ``wait_s``."""
         if WHERE_SIGNAL is None or self.proc is None or self._err is None or self.proc.poll() is not None:
             return None
         try:
