@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import threading
 import traceback
+import weakref
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -42,7 +43,7 @@ class Turns:
         self._waiting: list[Turn] = []
         self._active: Turn | None = None
         self._thread: threading.Thread | None = None
-        self.panels: list[Any] = []  # every panel that took a turn, in order (what a script reports)
+        self._seen: list[weakref.ref] = []  # every panel that took a turn, in order (``panels``)
 
     def take(self, panel: Any, work: Callable[[], None], kind: str = "update") -> Turn:
         """Queue ``work`` for ``panel``: a turn of the same kind it had waiting is replaced (it
@@ -53,8 +54,8 @@ class Turns:
             for old in [t for t in self._waiting if t.panel is panel and t.kind == kind]:
                 self._waiting.remove(old)
                 old.done.set()
-            if not any(p is panel for p in self.panels):
-                self.panels.append(panel)
+            if not any(ref() is panel for ref in self._seen):
+                self._seen.append(weakref.ref(panel))
             ahead = self._active is not None or bool(self._waiting)
             self._waiting.append(turn)
             if self._thread is None or not self._thread.is_alive():
@@ -64,6 +65,12 @@ class Turns:
         if ahead:
             panel.waiting()
         return turn
+
+    @property
+    def panels(self) -> list[Any]:
+        """The panels that took a turn and still exist, in order (what a script reports)."""
+        with self._cv:
+            return [p for p in (ref() for ref in self._seen) if p is not None]
 
     def drop(self, panel: Any) -> int:
         """Forget the panel's waiting turns (its Stop); returns how many."""
