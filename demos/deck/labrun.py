@@ -28,7 +28,7 @@ PAGE_W, PAGE_H = 1400, 900
 
 # Every code cell of the notebook: its prompt ("[*]:" while it runs, "[12]:" once it returned), whether
 # it shows a live panel, the panel's question (its choices on screen), figure, status and error.
-CELLS = """() => [...document.querySelectorAll('.jp-Notebook .jp-CodeCell')].map(c => {
+CELL = """c => {
   const panel = c.querySelector('.jitdeck-panel');
   const img = panel && panel.querySelector('.jp-OutputArea-output img');
   const choice = panel && panel.querySelector('.jitdeck-ask .jitdeck-choice');
@@ -39,51 +39,8 @@ CELLS = """() => [...document.querySelectorAll('.jp-Notebook .jp-CodeCell')].map
           figure: (""" + SHOWN_IMG + """)(img),
           status: panel ? ((panel.querySelector('.jitdeck-status') || {}).textContent || '').trim() : '',
           error: panel ? ((panel.querySelector('.jitdeck-error') || {}).textContent || '').trim() : ''};
-})"""
-
-
-# Any status line saying it waits for the panel above, however briefly: watched as the page changes.
-WATCH_WAITING = """() => { window.__jitdeckWaited = false;
-  new MutationObserver(() => { if (!window.__jitdeckWaited && [...document.querySelectorAll('.jitdeck-status')]
-      .some(s => s.textContent.includes(""" + json.dumps(WAITING) + """))) window.__jitdeckWaited = true; })
-    .observe(document.body, {subtree: true, childList: true, characterData: true}); }"""
-
-
-def _live_sources(notebook: str) -> list[str]:
-    """The last line of each live cell of ``notebook``, in order."""
-    import nbformat
-
-    from demos.deck.walk import LIVE_MARK
-
-    nb = nbformat.read(str(PROJECT_ROOT / notebook), as_version=4)
-    return [c.source.strip().splitlines()[-1] for c in nb.cells if c.cell_type == "code" and LIVE_MARK in c.source]
-
-
-def _cells(page) -> list[dict[str, Any]]:
-    return page.evaluate(CELLS)
-
-
-def _only_the_notebook(page) -> None:
-    """A part opened in JupyterLab also opens its RISE preview beside it (the deck's notebooks ask
-    RISE to start at once), whose full-screen request is a dialog: cancel it and close the
-    preview, leaving the notebook a student runs (and say no to JupyterLab's news)."""
-    dialog = page.locator(".jp-Dialog")
-    try:
-        dialog.locator("button", has_text="Cancel").first.click(timeout=30_000)
-        dialog.first.wait_for(state="detached", timeout=10_000)
-    except Exception:  # playwright's TimeoutError: no dialog came
-        pass
-    try:
-        page.locator(".Toastify button, .jp-toast-button", has_text=re.compile(r"^\s*No\s*$")).first.click(timeout=3_000)
-    except Exception:  # not asked
-        pass
-    tabs = page.locator(".lm-DockPanel-tabBar .lm-TabBar-tab")
-    for i in reversed(range(tabs.count())):
-        tab = tabs.nth(i)
-        if tab.locator("[data-icon='rise' i]").count():  # jupyterlab_rise's preview tab
-            tab.locator(".lm-TabBar-tabCloseIcon").click(force=True, timeout=10_000)
-    page.locator(".lm-DockPanel-tabBar .lm-TabBar-tab [data-icon='rise' i]").first.wait_for(state="detached",
-                                                                                           timeout=10_000)
+}"""
+CELLS = "() => [...document.querySelectorAll('.jp-Notebook .jp-CodeCell')].map(" + CELL + ")"
 
 
 # Any status line saying it waits for the panel above, however briefly: watched as the page changes.
@@ -158,12 +115,8 @@ def run_all(ctx, plan, notebook: str, shots: Path | None = None, timeout_s: floa
             cell.scroll_into_view_if_needed()
             row: dict[str, Any] = {"asked_s": None, "figure_s": None}
             while time.perf_counter() - t0 < timeout_s:
-                state = cell.evaluate("c => [!!c.querySelector('.jitdeck-ask .jitdeck-choice') && "
-                                      "c.querySelector('.jitdeck-ask .jitdeck-choice').getClientRects().length > 0, "
-                                      "(" + SHOWN_IMG + ")(c.querySelector('.jitdeck-panel .jp-OutputArea-output img')), "
-                                      "!!c.querySelector('.jitdeck-error'), "
-                                      "((c.querySelector('.jitdeck-status') || {}).textContent || '')]")
-                asked, figure, error, status = state
+                got = cell.evaluate(CELL)  # the same reading as the whole notebook's, of this cell
+                asked, figure, error, status = got["asked"], got["figure"], got["error"], got["status"]
                 waited = waited or WAITING in status
                 if asked and row["asked_s"] is None:
                     row["asked_s"] = time.perf_counter() - t0
