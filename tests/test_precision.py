@@ -8,12 +8,13 @@ from __future__ import annotations
 import pytest
 
 from demos.engine import devices, matmul_units
-from demos.engine.matmul_units import bf16_matmul_units, matmul_precision, tf32_problem
+from demos.engine.matmul_units import bf16_matmul_units, bf16_matrix_units, matmul_precision, tf32_problem
 from demos.engine.errors import DemoError
 from demos.engine.measurement import Run
 from demos.topics import precision as topic
 
 X86_AMX = "processor\t: 0\nflags\t\t: fpu sse2 avx2 avx512f avx512bw avx512_bf16 amx_bf16 amx_tile\n"
+X86_AVX512_BF16 = "processor\t: 0\nflags\t\t: fpu sse2 avx2 avx512f avx512bw avx512_bf16\n"
 X86_AVX2 = "processor\t: 0\nflags\t\t: fpu sse2 avx2 fma\n"
 ARM_BF16 = "processor\t: 0\nFeatures\t: fp asimd sve bf16 i8mm\n"
 
@@ -53,14 +54,16 @@ def test_a_second_measurement_times_again_without_compiling_again(measured):
     assert first["rows"]["float32"]["torch_eager"]["median_s"] != again["rows"]["float32"]["torch_eager"]["median_s"]
 
 
-def test_the_lever_claim_needs_bfloat16_arithmetic(measured):
+def test_the_lever_claim_needs_bfloat16_matrix_units(measured):
     lever = topic.lever_claims["lever"]
-    with_units = {**measured, "bf16_gemm_speedup": topic.BF16_ARITHMETIC * 2}  # tensor cores, AMX
-    without = {**measured, "bf16_gemm_speedup": topic.BF16_ARITHMETIC / 4}  # dot products, or none
+    with_units = {**measured, "bf16_matrix_units": True}  # tensor cores, AMX
+    without = {**measured, "bf16_matrix_units": False}  # dot products, or none
     assert lever.evaluate(with_units) is not None
     assert lever.evaluate(without) is None  # bfloat16 saves bytes more than arithmetic: no claim
-    assert lever.verdict(without).status == "does not apply" and "under 8×" in lever.verdict(without).condition
-    assert measured["bf16_gemm_speedup"] > 0  # measured by the demo, on this machine
+    assert lever.verdict(without).status == "does not apply"
+    assert measured["bf16_matrix_units"] is bf16_matrix_units()  # read with the measurement, on this machine
+    assert measured["bf16_gemm_speedup"] > 0  # measured by the demo, and stated beside it
+    assert f"ran {measured['bf16_gemm_speedup']:.2g}× float32's" in lever.verdict(measured).condition
     ratio = topic._bf16_eager_vs_fp32_compiled(measured)
     assert ratio == measured["rows"]["float32"]["torch_compile"]["median_s"] / measured["rows"]["bfloat16"]["torch_eager"]["median_s"]
 
@@ -70,6 +73,20 @@ def test_bfloat16_arithmetic_is_read_from_the_cpu_flags():
     assert bf16_matmul_units(X86_AVX2) is False
     assert bf16_matmul_units(ARM_BF16) is True
     assert bf16_matmul_units("") is None  # no flags to read (not Linux): unknown, not "no"
+    # matrix units: AMX, not the dot products of AVX512_BF16 or Arm's BF16
+    assert bf16_matrix_units(X86_AMX) is True
+    assert bf16_matrix_units(X86_AVX512_BF16) is False
+    assert bf16_matrix_units(ARM_BF16) is False
+    assert bf16_matrix_units("") is None
+
+
+def test_tensor_cores_are_bfloat16_matrix_units_from_ampere(monkeypatch):
+    monkeypatch.setattr(matmul_units, "torch_device", lambda: "cuda")  # faked: no GPU here
+    for cc, units in (((7, 5), False), ((8, 0), True), ((9, 0), True), (None, None)):
+        monkeypatch.setattr(matmul_units, "cuda_capability", lambda cc=cc: cc)
+        assert bf16_matrix_units() is units, cc
+    monkeypatch.setattr(matmul_units, "torch_device", lambda: "mps")
+    assert bf16_matrix_units() is None  # another GPU backend: unknown, and the claim does not apply
 
 
 def test_tf32_is_refused_in_one_line_off_ampere(monkeypatch):

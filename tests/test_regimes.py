@@ -79,20 +79,26 @@ def test_a_regime_outside_its_condition_does_not_apply_and_says_why():
     assert over.line().startswith("✗ fails here: compile pays over 1.1×") and "over this CPU's" in over.line()
 
 
-def test_the_lever_applies_only_where_bfloat16_arithmetic_is_many_times_float32s():
+def test_the_lever_applies_only_where_bfloat16_has_matrix_units():
     from demos.topics import precision as pr
 
     lever = pr.lever_claims["lever"]
     base = {"device": "cpu", "params": {"B": 8, "S": 128, "D": 256, "H": 1024},
             "rows": {"float32": {"torch_compile": {"median_s": 4.2e-3}},
                      "bfloat16": {"torch_eager": {"median_s": 7.2e-3, "distance": 1e-2}}}}
-    # the Intel VM of the issue: bfloat16 eager 7.2 ms, float32 compiled 4.2 ms; its dot products ~2×
-    v = lever.verdict({**base, "bf16_gemm_speedup": 2.0})
-    assert v.status == NOT_HERE and "2× float32's here, under 8×" in v.condition
+    # the Intel VM of the issue: bfloat16 eager 7.2 ms, float32 compiled 4.2 ms; dot products, no AMX
+    v = lever.verdict({**base, "bf16_matrix_units": False, "bf16_gemm_speedup": 2.0})
+    assert v.status == NOT_HERE and v.condition.startswith("no bfloat16 matrix units here")
+    assert "its bfloat16 GEMM ran 2× float32's" in v.condition
+    # the device fact decides, not the ratio: a busy box's 11× does not make a claim apply
+    assert lever.verdict({**base, "bf16_matrix_units": False, "bf16_gemm_speedup": 11.3}).status == NOT_HERE
     # tensor cores (or AMX): the claim applies, and fails when the measurement says so
-    assert lever.verdict({**base, "bf16_gemm_speedup": 12.0}).status == FAILS
+    assert lever.verdict({**base, "bf16_matrix_units": True, "bf16_gemm_speedup": 12.0}).status == FAILS
     faster = {**base, "rows": {**base["rows"], "bfloat16": {"torch_eager": {"median_s": 1e-3, "distance": 1e-2}}}}
-    assert lever.verdict({**faster, "bf16_gemm_speedup": 12.0}).status == HOLDS
+    assert lever.verdict({**faster, "bf16_matrix_units": True}).status == HOLDS
+    # units that cannot be read (macOS), or a record made before they were: it does not apply
+    assert "could not be read" in lever.verdict({**faster, "bf16_matrix_units": None}).condition
+    assert lever.verdict(faster).status == NOT_HERE and "not measured" in lever.verdict(faster).condition
 
 
 def test_the_lever_measures_which_case_this_machine_is():
@@ -146,7 +152,7 @@ def test_every_regime_states_its_condition_in_the_figure_footer():
 def test_gpu_claims_no_record_measured_read_as_expectations():
     lever = BY_KEY["precision.lever"]
     assert "lever" in [c.key for c in unmeasured_on_gpu(lever)]  # no committed record holds it
-    data = {"device": "cpu", "params": {"D": 256, "H": 1024}, "bf16_gemm_speedup": 2.0,
+    data = {"device": "cpu", "params": {"D": 256, "H": 1024}, "bf16_gemm_speedup": 2.0, "bf16_matrix_units": False,
             "rows": {"bfloat16": {"torch_eager": {"distance": 0.01}}}}
     shown = [v for v in lever.verdicts(data) if v.key == "lever"]  # the footer's line above it
     line = expected_on_gpu(lever, data, shown)

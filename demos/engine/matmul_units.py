@@ -1,5 +1,5 @@
 """What arithmetic the device torch measures on has for each precision: TF32 tensor cores, and
-bfloat16 matrix or dot-product instructions; and the float32 matmul setting, held for a block.
+bfloat16 matrix or dot-product instructions, and bfloat16 matrix units; and the float32 matmul setting, held for a block.
 
 Part 3's precision demo (:mod:`demos.topics.precision`) reads these to say, in one line, why a
 precision's row is empty on this device, and whether its claim about bfloat16's speed applies.
@@ -39,6 +39,21 @@ def matmul_precision(level: str):
         torch.set_float32_matmul_precision(before)
 
 
+def _cpu_flags(cpuinfo: str | None) -> set[str] | None:
+    """The CPU's feature flags (``/proc/cpuinfo``'s "flags", or "Features" on Arm); None where
+    they cannot be read (macOS, no ``/proc``)."""
+    if cpuinfo is None:
+        try:
+            cpuinfo = Path("/proc/cpuinfo").read_text()
+        except OSError:
+            return None
+    flags: set[str] = set()
+    for line in cpuinfo.splitlines():
+        if line.lower().startswith(("flags", "features")):
+            flags.update(line.split(":", 1)[-1].split())
+    return flags or None
+
+
 def bf16_matmul_units(cpuinfo: str | None = None) -> bool | None:
     """Does the device torch measures on have matrix or dot-product instructions for bfloat16?
     A GPU where bfloat16 is supported does (tensor cores); an x86 CPU does with AVX512_BF16 or
@@ -46,15 +61,21 @@ def bf16_matmul_units(cpuinfo: str | None = None) -> bool | None:
     cannot be read (macOS, no ``/proc``). Without them bfloat16 saves bytes, not arithmetic."""
     if torch_device() != "cpu":
         return dtype_supported("bfloat16")[0]
-    if cpuinfo is None:
-        try:
-            cpuinfo = Path("/proc/cpuinfo").read_text()
-        except OSError:
-            return None
-    flags = set()
-    for line in cpuinfo.splitlines():
-        if line.lower().startswith(("flags", "features")):
-            flags.update(line.split(":", 1)[-1].split())
-    if not flags:
+    flags = _cpu_flags(cpuinfo)
+    return None if flags is None else bool(flags & {"avx512_bf16", "amx_bf16", "bf16"})
+
+
+def bf16_matrix_units(cpuinfo: str | None = None) -> bool | None:
+    """Does the device torch measures on multiply bfloat16 matrices on matrix units, many times its
+    float32 rate: an NVIDIA GPU's tensor cores from compute capability 8.0 (A100, H100), or an x86
+    CPU's AMX (the ``amx_bf16`` flag)? Dot-product instructions (AVX512_BF16, Arm's BF16) are not:
+    they measured 4–5× float32 on an AMD EPYC VM. None where this cannot be read (another GPU
+    backend, a CPU whose flags cannot be read)."""
+    device = torch_device()
+    if device == "cuda":
+        cc = cuda_capability()
+        return None if cc is None else cc >= (8, 0)
+    if device != "cpu":
         return None
-    return bool(flags & {"avx512_bf16", "amx_bf16", "bf16"})
+    flags = _cpu_flags(cpuinfo)
+    return None if flags is None else "amx_bf16" in flags
