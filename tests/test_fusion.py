@@ -143,6 +143,8 @@ def test_claim_relayout_xla_on_cpu_moves_the_heads_in_front():
 def test_claim_dead_matmul_is_gone_in_both_compilers():
     d = fusion.measure_dead_code(Run(), B=32)
     assert all(fusion.dead_code.check_claims(d).values()), (d["matmuls"], d["flops_ratio"])  # 3 → 2, 2/3 the FLOPs
+    # where it goes: Dynamo's graph keeps it (AOTAutograd drops it before Inductor); JAX drops it lowering
+    assert d["stages"] == {"Dynamo graph": 3, "Inductor code": 2, "jaxpr": 3, "StableHLO": 2, "optimized HLO": 2}
     assert set(d["times"]) == set(demos.BACKENDS)
     json.dumps(d)
 
@@ -219,7 +221,7 @@ def test_live_figures_show_the_reference_beside(cpu_record, monkeypatch):
     assert any(x.startswith("rec.") for x in _texts(d))
     assert [x for x in _texts(d) if x in ("3", "2")] == ["3", "2", "3", "2"]  # written vs executed
     r = fusion.figure_relayout(fusion.measure_relayout(Run(), B=32, H=4, D=256, K=64), refs["relayout"])
-    assert any("recorded on Test GPU: relayout" in x for x in _texts(r))
+    assert any("recorded on Test GPU: transpose ops" in x for x in _texts(r))
     for fig in (k, m, t, lat, d, r):
         assert any("Beside it, recorded on: NVIDIA Test GPU" in x for x in _texts(fig))
     # a recorded kernels run of another workload is not drawn beside this one
@@ -336,6 +338,19 @@ def test_kernel_time_comes_from_the_trace_and_the_panel_shows_it_beside_the_call
     assert "kernels 2987 GB/s" in texts and "hatched: ÷ kernel time (profiler trace)" in texts
     cpu = fusion.figure_latency(json.loads(json.dumps(rec.sections["fusion"]["latency"])), None)
     assert "kernels" not in " ".join(t.get_text() for t in cpu.axes[1].texts)
+
+
+def test_timeline_title_quotes_kernel_time_not_the_span():
+    """The span of a profiled call holds launches, the final sync and (before profile_run used
+    one scheduled session) the profiler's start-up in its first op: the 2026-11-27 H100 record
+    spans 1.42 ms eager and 1.34 ms compiled, but its kernels sum to 339.6 µs and 66.2 µs."""
+    from demos.engine.results import Record
+
+    rec = Record.load(Path(__file__).resolve().parent.parent / "assets" / "results" / "h100-80gb-hbm3-2026-11-27-034615.json")
+    data = json.loads(json.dumps(rec.sections["fusion"]["timeline"]))
+    assert [round(r["span_us"]) for r in data["runs"]] == [1417, 1339]
+    title = fusion.figure_timeline(data, None)._suptitle.get_text()
+    assert title == "eager 6 kernels, 339.6 µs  →  compiled 1 kernel, 66.2 µs (kernel time, summed)", title
 
 
 @pytest.mark.gpu

@@ -68,6 +68,33 @@ def test_lanes_are_ordered_relative_and_inside_the_span():
     assert run["wall_us"] >= sum(e["dur_us"] for e in host) - 1e-3
 
 
+def test_all_passes_run_in_one_profiler_session_after_its_warmup_step(monkeypatch, tmp_path):
+    """A session opened around one call charges its start-up to that call's first op (the seed's
+    "slow first sin"). profile_run opens ONE session for all passes, with a profiler warm-up step
+    (discarded) before the recorded ones; the trace holds the recorded steps only, and the run is
+    the least disturbed of them (the shortest demos::run)."""
+    import torch.profiler
+
+    sessions, calls = [], []
+    real = torch.profiler.profile
+
+    class Counting(real):
+        def start(self):
+            sessions.append(self)
+            return super().start()
+
+    monkeypatch.setattr(torch.profiler, "profile", Counting)
+    p = _eager()
+    run = profiling.profile_run(lambda: calls.append(1) or p.fn(), sync=p.sync, device="cpu", warmup=1,
+                                passes=3, keep_trace=tmp_path / "t.json")
+    assert len(sessions) == 1 and len(calls) == 1 + 1 + 3  # unprofiled warm-up, profiler warm-up, 3 recorded
+    events = json.loads((tmp_path / "t.json").read_bytes())["traceEvents"]
+    steps = [e for e in events if e.get("name") == profiling.RUN_ANNOTATION and e.get("ph") == "X"]
+    assert len(steps) == 3 and run["passes"] == 3  # the warm-up step's events are not in the trace
+    assert run["wall_us"] == pytest.approx(min(e["dur"] for e in steps), abs=1e-3)
+    assert run["meta"]["steps"] == 3 and run["counts"]["ops"] == 6  # one step's ops, not all three
+
+
 def test_plain_callable_and_bookkeeping_ops_are_left_out_of_the_count():
     import torch
 

@@ -46,6 +46,14 @@ def test_sizes_seed_figures_and_thresholds_are_not_read_as_record_figures():
                    (0.5, "s", False), (0.7, "s", False)]
 
 
+def test_a_profiled_runs_kernel_time_summed_is_held():
+    """Timeline titles quote a call's kernels summed (profiling.busy_seconds): a note may too."""
+    run = {"lanes": {"device": [{"kind": "kernel", "dur_us": 44.9}, {"kind": "memcpy", "dur_us": 9.0},
+                                {"kind": "kernel", "dur_us": 294.7}]}}
+    assert quotes.unheld([("c", "H100 record: 339.6 µs of kernel time.", quotes.numbers(run))]) == []
+    assert quotes.unheld([("c", "H100 record: 348.6 µs of kernel time.", quotes.numbers(run))]) != []
+
+
 def test_the_benchmark_tables_figures_count_only_where_a_paragraph_names_the_table():
     """A figure that happens to equal some benchmark row (a p10 of another workload, say) does
     not make a stale quote of a demo's figure pass: the rows are read only for a paragraph that

@@ -374,6 +374,19 @@ def test_cuda_graph_replay_unlinked_device_work_and_malformed_events():
     assert run["counts"]["refused"] == 1 and "'no-ts'" in run["refused_events"][0]
 
 
+def test_of_several_recorded_steps_the_shortest_is_the_run():
+    """profile_run's one session records several steps, each a demos::run: the least disturbed
+    (shortest) is drawn, live and when its kept trace file is read back."""
+    X = lambda name, ts, dur: {"ph": "X", "cat": "user_annotation" if "::" in name else "cpu_op",  # noqa: E731
+                               "name": name, "pid": 1, "tid": 1, "ts": ts, "dur": dur, "args": {}}
+    events = [X(profiling.RUN_ANNOTATION, 0.0, 90.0), X("aten::sin", 5.0, 60.0),
+              X(profiling.RUN_ANNOTATION, 100.0, 30.0), X("aten::sin", 105.0, 10.0),
+              X(profiling.RUN_ANNOTATION, 200.0, 50.0), X("aten::sin", 205.0, 20.0)]
+    run = trace.timeline_from_trace({"traceEvents": events})
+    assert run["wall_us"] == 30.0 and [e["dur_us"] for e in run["lanes"]["host"]] == [10.0]
+    assert run["meta"]["step"] == 1 and run["meta"]["steps"] == 3
+
+
 @pytest.mark.slow
 def test_make_record_keeps_the_raw_traces_beside_the_record(tmp_path):
     """`make record` on a GPU box keeps its real profiler traces, so a laptop can draw them."""

@@ -3,7 +3,8 @@
 Two functions, shared by every part that shows a timeline:
 
 ``profile_run(target, ...) -> dict``
-    Runs one call of a torch workload under ``torch.profiler`` (after a warm-up call), exports
+    Runs calls of a torch workload in one ``torch.profiler`` session (a warm-up step, then
+    recorded steps; the least disturbed recorded call is the run), exports
     the profiler's trace (Kineto's Chrome-trace JSON, the same file ``prof.export_chrome_trace``
     writes) to a temporary file and reads it back with :mod:`demos.introspection.trace` — one
     code path for live runs and recorded trace files (``python -m demos trace FILE``). It
@@ -165,18 +166,23 @@ def profile_run(
     """Profile one call of ``target`` (a :class:`~demos.engine.workloads.Prepared` torch workload or a
     zero-argument callable) and return its two lanes and counts as JSON-able data.
 
-    ``warmup`` calls run first (unprofiled: compiles, allocator warm-up); ``passes`` profiled
-    calls run and the least disturbed one (smallest wall time) is kept: on a shared machine a
-    single call can be stretched by other processes (an OpenMP thread descheduled for a time
-    slice), which says nothing about the program.
+    ``warmup`` calls run first (unprofiled: compiles, allocator warm-up). Then ONE profiler
+    session runs ``1 + passes`` calls as steps of ``torch.profiler.schedule(wait=0, warmup=1,
+    active=passes)``: the profiler's warm-up step runs while the session starts (its events are
+    discarded), so the first op of a recorded step does not carry the session's start-up, which
+    a session opened around a single call charges to that call's first op. Of the ``passes``
+    recorded steps the least disturbed one (shortest ``demos::run``) is the run: on a shared
+    machine a single call can be stretched by other processes (an OpenMP thread descheduled for
+    a time slice), which says nothing about the program (:func:`~demos.introspection.trace.
+    timeline_from_trace` picks it, so a kept trace file reads back the same).
     The call is synchronised inside the profiled region, so the device lane is complete.
-    Each pass's trace is exported and parsed like any recorded trace; ``keep_trace`` also
-    copies the kept pass's trace file there.
+    The session's trace is exported once and parsed like any recorded trace; ``keep_trace``
+    also copies that trace file there (all ``passes`` recorded steps).
     """
     from demos.engine.devices import require_torch
 
     torch = require_torch()
-    from torch.profiler import ProfilerActivity, profile, record_function
+    from torch.profiler import ProfilerActivity, profile, record_function, schedule
 
     fn, sync, device, tmeta = _resolve_target(target, sync, device)
     tmeta.update(meta or {})
@@ -185,28 +191,35 @@ def profile_run(
         sync(fn())
     cuda = str(device).startswith("cuda")
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])
-    best, best_text = None, None
+    active = max(1, passes)
     with tempfile.TemporaryDirectory(prefix="demos-trace-") as tmp:
         path = Path(tmp) / "trace.json"
-        for _ in range(max(1, passes)):
-            with quiet_native_stderr(), profile(activities=activities) as prof:
+        exported: list[bool] = []
+
+        def export(prof) -> None:  # on_trace_ready: once, after the last recorded step
+            with quiet_native_stderr():
+                prof.export_chrome_trace(str(path))
+            exported.append(True)
+
+        with quiet_native_stderr(), profile(activities=activities, on_trace_ready=export,
+                                            schedule=schedule(wait=0, warmup=1, active=active, repeat=1)) as prof:
+            for _ in range(1 + active):  # the profiler's warm-up step, then the recorded ones
                 with record_function(RUN_ANNOTATION):
                     out = fn()
                     sync(out)
-            del out
-            with quiet_native_stderr():
-                prof.export_chrome_trace(str(path))
-            run = timeline_from_trace(read_trace(path), label=label, device=str(device), meta=tmeta)
-            if best is None or (run["wall_us"] or 0.0) < (best["wall_us"] or 0.0):
-                best = run
-                best_text = path.read_bytes() if (keep_trace or _TRACE_SINK) else None
-    if keep_trace and best_text is not None:
-        Path(keep_trace).write_bytes(best_text)
-    if best_text is not None:
-        kept = _sink_trace(best_text, label or "trace")
+                del out
+                prof.step()
+        if not exported:
+            raise DemoError("the profiler session ended without a trace (no recorded step)")
+        text = path.read_bytes() if (keep_trace or _TRACE_SINK) else None
+        best = timeline_from_trace(read_trace(path), label=label, device=str(device), meta=tmeta)
+    if keep_trace and text is not None:
+        Path(keep_trace).write_bytes(text)
+    if text is not None:
+        kept = _sink_trace(text, label or "trace")
         if kept:
             best["trace_file"] = kept
-    best["passes"] = max(1, passes)
+    best["passes"] = active
     return best
 
 
@@ -301,6 +314,13 @@ def kernel_seconds(run: dict[str, Any]) -> float | None:
         return None
     kernels = [ev["dur_us"] for ev in run["lanes"]["device"] if ev["kind"] == "kernel"]
     return sum(kernels) * 1e-6 if kernels else None
+
+
+def busy_seconds(run: dict[str, Any]) -> float:
+    """The device lane's events summed: on CUDA its kernels' durations (:func:`kernel_seconds`);
+    on a CPU the compute events the host ran itself (ops, Inductor's C++ kernels). Unlike the
+    span, it leaves out launch gaps, the host's issue time and the final synchronisation."""
+    return sum(ev["dur_us"] for ev in run["lanes"]["device"] if ev["kind"] == "kernel") * 1e-6
 
 
 def summary(run: dict[str, Any]) -> str:

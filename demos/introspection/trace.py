@@ -23,9 +23,9 @@ The timeline schema (``SCHEMA``), shared with :mod:`demos.introspection.profilin
      "op_names": [...], "kernel_names": [...], "skipped_ops": [...],
      "span_us": float, "wall_us": float | None, "meta": {...}}
 
-Which part of the trace is "the run": the last ``demos::run`` annotation (what
-``profile_run`` wraps around the call), else the last ``ProfilerStep#N`` (what
-``torch.profiler.schedule`` writes), else the whole trace.
+Which part of the trace is "the run": the shortest ``demos::run`` annotation (what
+``profile_run`` wraps around each recorded call: the least disturbed of its steps), else the
+last ``ProfilerStep#N`` (what ``torch.profiler.schedule`` writes), else the whole trace.
 """
 from __future__ import annotations
 
@@ -103,8 +103,9 @@ def _top_aten(e: Event) -> bool:
 
 def _pick_root(host: list[Event]) -> Event | None:
     runs = [e for e in host if e.name == RUN_ANNOTATION]
-    if not runs:
-        runs = [e for e in host if e.cat == "user_annotation" and e.name.startswith("ProfilerStep#")]
+    if runs:  # one per recorded step of profile_run's session: the least disturbed call
+        return min(runs, key=lambda e: (e.dur, -e.ts))
+    runs = [e for e in host if e.cat == "user_annotation" and e.name.startswith("ProfilerStep#")]
     return max(runs, key=lambda e: e.ts) if runs else None
 
 
@@ -196,6 +197,9 @@ def timeline_from_trace(trace: dict[str, Any], *, label: str = "", device: str |
     out_meta = dict(_trace_meta(trace), **(meta or {}))
     if root is not None and root.name != RUN_ANNOTATION:
         out_meta["root"] = root.name
+    steps = sorted(e.ts for e in host if e.name == RUN_ANNOTATION)
+    if len(steps) > 1:  # which recorded step is drawn (0-based), of how many
+        out_meta.update(step=steps.index(root.ts), steps=len(steps))
     return {
         "schema": SCHEMA,
         "label": label,

@@ -1,4 +1,4 @@
-"""Part 2 — what a compiler does once it sees the whole function.
+"""Part 2 — what a compiler does once it sees a whole graph of ops.
 
 Four optimisations from the seed chapter 'Optimizations' (seeds 000/001), each shown
 happening and measured on the viewer's device. Six live demos, each declared once
@@ -21,6 +21,7 @@ which lines of generated code a figure shows: :mod:`demos.topics.fusion_code`.
 """
 from __future__ import annotations
 
+import re
 from typing import Any, Callable
 
 from demos.deck import asks
@@ -33,7 +34,7 @@ from demos.engine.errors import DemoError
 from demos.engine.measurement import Run
 from demos.engine.timing import sync_jax
 from demos.engine.workloads import ITEMSIZE, get, jitted, prepare
-from demos.introspection import codegen, profiling
+from demos.introspection import codegen, dynamo, profiling
 from demos.topics.fusion_code import fused_hlo_lines, jaxpr_buffers, relayout_lines, wrapper_lines
 from demos.topics.fusion_figures import (SEED, figure_dead_code, figure_kernels, figure_latency,  # noqa: F401
                                          figure_memory, figure_relayout, figure_timeline)
@@ -220,7 +221,7 @@ def measure_memory(run: Run, N: int | None = None, dtype: str = "float32") -> di
         jaxpr = jax.make_jaxpr(jprep.workload.jax_fn)(*jprep.args)
         vals = jaxpr_buffers(jaxpr, N)  # N bytes and up: scalars/broadcast constants XLA folds left out
         out["forms"]["jax_eager"] = {"peak_bytes": sum(v["bytes"] for v in vals), "buffers": vals,
-                                     "how": "jaxpr: every op's result is a live array until return"}
+                                     "how": "jaxpr: each result is bound to a name, so it lives until return"}
         mem = x.memory or {}
         temp, outb = int(mem.get("temp_size_in_bytes", 0)), int(mem.get("output_size_in_bytes", 0))
         out["forms"]["jax_jit"] = {"peak_bytes": temp + outb, "temp_bytes": temp, "output_bytes": outb,
@@ -311,10 +312,16 @@ relayout = Demo(
                         "{threshold} transposes",
                         lambda d: d["forms"]["pretransposed"]["transposes"] if d["relayout_inserted"] else None,
                         "==", {"cpu": 0}, key="relayout")),
-    ask=asks.among("einsum('bhd,hdk->bhk'): the heads are the second dimension of x. What does XLA do with them?",
-                   ("computes as written: no transpose", "inserts transposes that move the heads",
-                    "splits the einsum into one matmul per head"),
-                   lambda d: 1 if d["relayout_inserted"] else 0),
+    # JAX's StableHLO holds a transpose (dot_general puts the batch dimension first): with none left
+    # in the optimized HLO, XLA reordered through the layouts it chose (H100 record: {1,0,2})
+    ask=asks.among("einsum('bhd,hdk->bhk'): the heads h, the matmul's batch dimension, sit in the middle of x. "
+                   "What does XLA's optimized program do with them?",
+                   ("no transpose op: XLA changes layouts instead",
+                    "transpose ops: heads copied in front before the dot, and back after",
+                    "no batched dot: one matmul per head"),
+                   lambda d: 1 if d["relayout_inserted"] else 0,
+                   lambda d: f"{d['forms']['as_written']['transposes']} transpose op(s) as written, "
+                             f"{d['forms']['pretransposed']['transposes']} heads-first"),
 )
 
 
@@ -334,10 +341,17 @@ def measure_dead_code(run: Run, B: int | None = None, dtype: str = "float32",
     run.progress(0.2, "reading generated code…")
     counts["torch_compile"] = codegen.workload_inductor_code(w, p, dtype, device).matmuls
     how["torch_compile"] = "Inductor code: extern mm calls"
+    # where the dead matmul goes: Dynamo's FX graph still holds all three `@` (AOTAutograd's
+    # dead-code pass drops one before Inductor); JAX drops it while lowering, so StableHLO has two
+    prep = prepare(w, "torch_eager", p, dtype)
+    stages = {"Dynamo graph": sum(len(re.findall(r" @ |\b(?:matmul|mm)\(", g))
+                                  for g in dynamo.capture(w.torch_fn, *prep.args)["graphs"]),
+              "Inductor code": counts["torch_compile"]}
     try:
         x = codegen.workload_xla_code(w, p, dtype, device)
         counts["jax_eager"], counts["jax_jit"] = x.jaxpr_matmuls, x.matmuls
         how["jax_eager"], how["jax_jit"] = "jaxpr: dot_general", "optimized HLO: dot"
+        stages.update({"jaxpr": x.jaxpr_matmuls, "StableHLO": x.stablehlo_matmuls, "optimized HLO": x.matmuls})
     except DemoError:
         pass
     times = {}
@@ -347,7 +361,8 @@ def measure_dead_code(run: Run, B: int | None = None, dtype: str = "float32",
         run.progress(0.3 + 0.7 * i / 4, f"timing {plots.label(b)}…")
         times[b] = time_form(run, prepare(w, b, p, dtype), budget_s)
     run.progress(1.0, "")
-    return {"params": p, "dtype": dtype, "device": device, "matmuls": counts, "how": how, "times": times,
+    return {"params": p, "dtype": dtype, "device": device, "matmuls": counts, "how": how, "stages": stages,
+            "times": times,
             "flops_ratio": w.flops(p, fused=True) / w.flops(p, fused=False),
             "extra": f"{DEAD}, B,D,F={p['B']},{p['D']},{p['F']}, {dtype}"}
 

@@ -75,8 +75,9 @@ def relayout_lines(code: codegen.XlaCode) -> list[str]:
 
 
 def jaxpr_buffers(jaxpr: Any, min_bytes: int) -> list[dict[str, Any]]:
-    """Each jaxpr equation's result of at least ``min_bytes`` (op name and bytes): op-by-op JAX keeps
-    every one live until return. Smaller ones are scalars and broadcast constants XLA folds."""
+    """Each jaxpr equation's result of at least ``min_bytes`` (op name and bytes). Op-by-op JAX frees
+    an array when its last reference dies; the seed's code binds every result to a local name, so
+    all of them live until return. Smaller ones are scalars and broadcast constants XLA folds."""
     vals = []
     for e in jaxpr.jaxpr.eqns:
         for v in e.outvars:

@@ -87,14 +87,16 @@ def figure_kernels(data: dict[str, Any], reference: dict | None = None):
 def figure_timeline(data: dict[str, Any], reference: dict | None = None):
     runs = data["runs"]
     k = [r["counts"]["kernels"] for r in runs]
-    spans = [r.get("span_us") or 0.0 for r in runs]
-    title = (f"eager {k[0]} kernels, {fmt_seconds(spans[0] * 1e-6)}  →  compiled {k[1]} kernel"
-             f"{'s' * (k[1] != 1)}, {fmt_seconds(spans[1] * 1e-6)}")
+    busy = [profiling.busy_seconds(r) for r in runs]  # kernel time summed, not the span (launches, sync)
+    what = "kernel time" if runs[0].get("device_lane") == "cuda" else "op time"
+    title = (f"eager {k[0]} kernels, {fmt_seconds(busy[0])}  →  compiled {k[1]} kernel"
+             f"{'s' * (k[1] != 1)}, {fmt_seconds(busy[1])} ({what}, summed)")
     if reference is not None and reference.get("runs"):
         rr = reference["runs"]
         title += (f"\nrecorded on {reference.get('machine_short', '?')}, N={reference['N']:,}: "
                   f"{rr[0]['counts']['kernels']} → {rr[1]['counts']['kernels']}, "
-                  f"{fmt_seconds((rr[0]['span_us'] or 0) * 1e-6)} → {fmt_seconds((rr[1]['span_us'] or 0) * 1e-6)}")
+                  f"{fmt_seconds(profiling.busy_seconds(rr[0]))} → {fmt_seconds(profiling.busy_seconds(rr[1]))}"
+                  f" of {'kernel' if rr[0].get('device_lane') == 'cuda' else 'op'} time")
     fig = profiling.timeline_figure(runs, ["eager", "torch.compile"], title=title)
     plots.text_floor(fig)  # the shared timeline's 10 pt lane names and notes
     plots.stamp_figure(fig, data, reference)
@@ -225,12 +227,12 @@ def figure_relayout(data: dict[str, Any], reference: dict | None = None):
         lines = forms[key]["excerpt"]
         hl = [plots.PALETTE["torch_eager"] if "transpose" in s else "#222222" for s in lines]
         y = text_block(txt, lines, title, hl, y0=y - 0.04, step=0.08)
-    verdict = ("XLA moved the heads dimension in front (a relayout)\nbefore the batched dot, and back after it"
+    verdict = ("transpose ops: the heads are copied in front\nbefore the batched dot, back after it"
                if data["relayout_inserted"] else
-               f"no relayout on this device:\nXLA ({data['backend']}) used the layout as written")
+               f"no transpose op on this device: XLA ({data['backend']})\nchanges layouts instead")
     if reference is not None:
         verdict += f"; recorded on {reference.get('machine_short', '?')}: " + (
-            "relayout" if reference.get("relayout_inserted") else "no relayout")
+            "transpose ops" if reference.get("relayout_inserted") else "no transpose op")
     txt.text(0.0, 0.02, verdict, fontsize=12.5, fontweight="bold", transform=txt.transAxes, va="bottom")
     plots.stamp_figure(fig, data, reference)
     return fig
@@ -245,7 +247,10 @@ def figure_dead_code(data: dict[str, Any], reference: dict | None = None):
     _form_bars(ax, names, vals, [str(v) for v in vals], "matmuls executed per call", ref,
                f"recorded: {(reference or {}).get('machine_short')}", fontsize=18, fontweight="bold")
     ax.set_ylim(0, 4)
-    ax.set_title("x @ gating1 is never used", fontsize=15)
+    st = data.get("stages", {})
+    where = ", ".join(f"{k} {st[k]}" for k in ("Dynamo graph", "jaxpr", "StableHLO") if k in st)
+    ax.set_title("x @ gating1 is never used" + (f"\nmatmuls in {where}" if where else ""),
+                 fontsize=15 if not where else 12.5)
     t = data["times"]
     tn = [b for b in BACKENDS if b in t]
     for i, b in enumerate(tn):

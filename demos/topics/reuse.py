@@ -13,7 +13,7 @@ checks that list against the two compilers:
 - **Donation**: ``jax.jit(f, donate_argnums=…)`` lets the output take over an input's buffer
   (:func:`demos.introspection.hlo.donation`: ``memory_analysis()``, the HLO's
   ``input_output_alias`` and ``is_deleted()`` on the inputs). One output takes one buffer, so
-  donating ``y`` as well as ``x`` leaves ``y``'s unused, and JAX says so.
+  donating ``y`` as well as ``x`` leaves ``y``'s unused: JAX warns, and ``y`` is not deleted.
 """
 from __future__ import annotations
 

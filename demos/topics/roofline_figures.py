@@ -10,6 +10,7 @@ from typing import Any
 from demos.engine import plots
 from demos.engine.peaks import peak_flops, ridge, spec_sheet
 from demos.engine.timing import fmt_seconds
+from demos.topics.roofline_points import explain
 
 TICKS = {"torch_eager": "eager", "torch_compile": "compile", "jax_jit": "jax.jit"}
 MARKERS = {"torch_eager": "o", "torch_compile": "s", "jax_jit": "D"}
@@ -252,14 +253,16 @@ def figure_predicted(data: dict[str, Any], reference: dict[str, Any] | None = No
             ax.scatter(r["median_s"], y, s=60, facecolors="none", edgecolors=plots.PALETTE["reference"], zorder=3,
                        label=ref_label if ref_label not in ax.get_legend_handles_labels()[1] else None)
             lo, hi = min(lo, r["median_s"] / 3), max(hi, r["median_s"] * 3)
-    # the reasons: one per run of rows that share it (two backends often do), centred on the run
+    # the reasons: one per run of rows that share it (two backends often do), centred on the run.
+    # Read afresh from each point's numbers (a record stores the phrase of the code that made it)
     runs: list[list] = []
     for y, q in zip(ys, pts):
         if q.get("median_s"):
-            if runs and runs[-1][1] == q["why"] and runs[-1][0][-1] == y + 1:
+            why = explain(q, data["peaks"].get("device"))
+            if runs and runs[-1][1] == why and runs[-1][0][-1] == y + 1:
                 runs[-1][0].append(y)
             else:
-                runs.append([[y], q["why"]])
+                runs.append([[y], why])
     for yy, why in runs:
         tx.text(0.19, sum(yy) / len(yy), textwrap.fill(why, 46), va="center", fontsize=11.5, linespacing=1.0)
         if len(yy) > 1:  # a bracket: the reason holds for every row it spans
