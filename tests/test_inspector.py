@@ -110,6 +110,29 @@ def test_numerics_explain_random_numbers():
     assert t["numerics"]["max_abs"] > 0.01 and "fallback_random" in t["numerics"]["why"]
 
 
+def test_numerics_name_their_likely_causes_not_a_blanket_reassociation():
+    """Pointwise float32 differences come from the math library (sin), bfloat16 ones from skipped
+    roundings; "reassociation" is named only where there is a sum; FMA only on a GPU."""
+    import textwrap
+
+    from demos.introspection.inspector_torch import _causes
+
+    src = "import torch\ndef f(x):\n    return torch.sin(x + 1) * 2\n"
+    t = inspector.inspect_source(src, shape="256x256", jax=False, sweep_dim=None, budget_s=0.02)["torch"]
+    why = t["numerics"]["why"]
+    assert t["numerics"]["max_abs"] == 0 or why == "likely: another math library (sin)", why
+    t = inspector.inspect_source(src.replace("sin(x + 1)", "relu(x * 3 + 1)"), shape="256x256", dtype="bfloat16",
+                                 jax=False, sweep_dim=None, budget_s=0.02)["torch"]
+    assert t["numerics"]["max_abs"] > 0 and "bfloat16 roundings skipped" in t["numerics"]["why"]
+    assert "reassociation" not in t["numerics"]["why"]
+    assert "reassociation" in _causes(["sin", "mul", "sum"], "", [], "cpu")
+    assert "FMA" in _causes(["mul", "add"], "", [], "cuda") and "FMA" not in _causes(["mul", "add"], "", [], "cpu")
+    cond = "torch.cond(x.mean() > 0, lambda x: torch.sin(x) * 2, lambda x: torch.cos(x) - 1, (x,))"
+    assert _causes(None, cond, [], "cpu") == "likely: another math library (sin, cos); a reordered sum (reassociation)"
+    worst = _causes(["exp", "log", "sigmoid", "sum"], "", ["bfloat16", "float16"], "cuda")
+    assert len(textwrap.wrap(worst, 66)) <= 3, worst  # the figure wraps it at 66 characters, three lines
+
+
 def test_inspect_fn_is_the_public_api_and_counts_in_any_notebook():
     import torch
 

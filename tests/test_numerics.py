@@ -72,6 +72,24 @@ def test_bf16_difference_is_visible_and_compiled_is_closer_to_float64():
     assert len(claims) == 3 and all(claims.values()), claims
 
 
+def test_a_reordered_float32_sum_differs_within_the_rounding_bound():
+    """Reassociation alone: the same float32 terms summed in another order give another sum, and
+    the two differ by at most 2·n·u·Σ|terms| (conditions.rounding_bound). The chain, a long
+    reduction, carries it, and its claim holds."""
+    import torch
+    from demos.deck.claims import HOLDS
+    from demos.deck.conditions import rounding_bound
+
+    x = torch.randn(2**20, generator=torch.Generator().manual_seed(0))
+    r = nu.reordered_sum(x)
+    assert r["n"] == 2**20 and r["in_order"] != r["permuted"] and r["diff"] > 0
+    assert r["diff"] <= rounding_bound("float32", r["n"]) * float(x.double().abs().sum()) == pytest.approx(r["bound"])
+    d = nu.measure_numerics(RUN, "chain", "float32")
+    assert d["reordered"]["n"] == d["params"]["N"]
+    assert nu.numerics_claims["reordered"].verdict(d).status == HOLDS
+    assert "reordered" not in nu.measure_numerics(RUN, "complex_activation", "float32")  # no sum there
+
+
 def test_claims_fail_when_compiled_strays_beyond_the_tolerance():
     import copy
 

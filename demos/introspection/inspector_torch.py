@@ -105,7 +105,44 @@ def _cold_compile(fn: Callable, xs: list, sync) -> tuple[float, Any, list[str]]:
     return secs, compiled, codes
 
 
-def _numerics(eager: list, compiled: list, source: str) -> dict[str, Any]:
+# Why compiled and eager differ, read off the eager ops (their overload names), else the source:
+# - a low-precision dtype: Inductor keeps bfloat16/float16 intermediates in float32 and rounds once,
+#   where eager rounds every op's result (config.emulate_precision_casts, off by default, keeps them)
+# - transcendental functions: another math library (Inductor's C++: ATen's at::vec, SLEEF; eager's
+#   x86 build: MKL's VML, ATen/cpu/vml.h; on a GPU, Triton's own lowering), last-bit differences
+# - on a GPU, FMA: Triton contracts a·b+c into one rounding (enable_fp_fusion; Inductor's C++ is
+#   built with -ffp-contract=off, torch/_inductor/config.py cpp.enable_floating_point_contract_flag)
+# - a reduction: a sum in another order (reassociation: Inductor splits and vectorises it its way)
+# Measured on a CPU (torch 2.13): mul/add/relu alone are bit-identical in float32; sin and cos differ
+# in the last bit; in bfloat16 every difference goes with emulate_precision_casts=True.
+_MATH_OPS = ("sin", "cos", "tan", "tanh", "sinh", "cosh", "asin", "acos", "atan", "atan2", "exp", "exp2", "expm1",
+             "log", "log2", "log10", "log1p", "sigmoid", "erf", "erfc", "erfinv", "pow", "sqrt", "rsqrt", "gelu",
+             "silu", "softplus", "mish", "elu", "_softmax", "_log_softmax", "logsumexp", "lgamma", "digamma")
+_SUM_OPS = ("sum", "mean", "var", "std", "var_mean", "std_mean", "nansum", "norm", "linalg_vector_norm", "cumsum",
+            "prod", "_softmax", "_log_softmax", "logsumexp", "native_layer_norm", "native_group_norm",
+            "native_batch_norm", "_native_batch_norm_legit", "_native_batch_norm_legit_no_training")
+
+
+def _causes(ops: Sequence[str] | None, source: str, lowp: list[str], device: str) -> str:
+    """The likely causes of a difference, in a few words each (at most about three figure lines)."""
+    if ops is None:  # not counted (torch.cond): the names the source calls
+        ops = re.findall(r"\.(\w+)\(", source)
+    seen = set(op.rstrip("_") for op in ops)
+    maths = [op for op in _MATH_OPS if op in seen and not op.startswith("_")]
+    out = []
+    if lowp:
+        out.append(f"{'/'.join(lowp)} roundings skipped (kept in float32)")
+    if maths or any(op.startswith("_") and op in seen for op in _MATH_OPS):
+        out.append(f"another math library ({', '.join(maths[:3]) or 'softmax'})")
+    if device != "cpu":
+        out.append("FMA (a·b+c rounded once)")
+    if any(op in seen for op in _SUM_OPS):
+        out.append("a reordered sum (reassociation)")
+    return "likely: " + "; ".join(out) if out else "the fused kernel evaluates the ops another way (last bits)"
+
+
+def _numerics(eager: list, compiled: list, source: str, ops: Sequence[str] | None = None,
+              device: str = "cpu") -> dict[str, Any]:
     torch = require_torch()
     worst, scale = 0.0, 0.0
     for a, b in zip(eager, compiled):
@@ -124,8 +161,9 @@ def _numerics(eager: list, compiled: list, source: str) -> dict[str, Any]:
         why = ("random numbers differ: Inductor draws its own (set torch._inductor.config.fallback_random = True "
                "to match eager's)")
     else:
-        why = ("floating-point reassociation: fused kernels add and multiply in another order (and may use "
-               "FMA or vectorised reductions), so the last bits differ")
+        lowp = sorted({str(t.dtype).removeprefix("torch.") for t in eager
+                       if t.dtype in (torch.bfloat16, torch.float16)})
+        why = _causes(ops, source, lowp, device)
     return {"max_abs": worst, "rel": rel, "why": why}
 
 
@@ -177,7 +215,7 @@ def inspect_torch(fn: Callable, xs: list, budget_s: float = BUDGET_S, progress=N
         else:
             out["kernels"], out["library_calls"], out["code_excerpt"] = 0, [], ["# nothing was compiled: it all ran eagerly"]
         compiled_ts = [t.detach().clone() for t in _tensors(compiled(*_clone(xs)))]
-        out["numerics"] = _numerics(eager_ts, compiled_ts, source)
+        out["numerics"] = _numerics(eager_ts, compiled_ts, source, ops, device)
         progress(0.55, "timing eager and compiled, interleaved")
         a, b = _clone(xs), _clone(xs)
         e, c = time_against(out, ("eager", lambda: fn(*a)), ("compiled", lambda: compiled(*b)), sync, budget_s)

@@ -1,9 +1,15 @@
 """Part 5 — numerics: compiled and eager results differ slightly, within a stated tolerance.
 
-A fused kernel computes the same formula in a different order and keeps intermediates in
-registers (in float32 even when the tensors are bfloat16), while eager rounds every
-intermediate tensor to the storage dtype. So the two outputs differ in the last bits — and
-the compiled one is often the *closer* to an exact float64 evaluation of the same inputs.
+A fused kernel keeps intermediates in registers (Inductor: in float32 even when the tensors are
+bfloat16; ``torch._inductor.config.emulate_precision_casts`` keeps eager's roundings) while eager
+rounds every intermediate tensor to the storage dtype; its sin, exp, tanh come from another math
+library (Inductor's C++ calls ATen's ``at::vec`` functions, SLEEF: ``Sleef_sinf16_u35`` for sin
+with AVX-512; eager's x86 build uses MKL's VML for them, ``ATen/cpu/vml.h``); on a GPU Triton contracts
+a·b+c into one rounding (FMA), while Inductor's C++ is built with ``-ffp-contract=off``; and its
+reductions add in another order (reassociation). So the two outputs differ in the last bits — and
+the compiled one is often the *closer* to an exact float64 evaluation of the same inputs. For a
+long reduction (``chain``) the measurement also sums the same float32 terms (its input) in a
+permuted order: reassociation alone, against the bound 2·n·u·Σ|terms| (:func:`reordered_sum`).
 
 One live demo (:class:`demos.deck.demo.Demo`), ``numerics.live()``: ``measure_numerics(run, …)``
 compares torch.compile with torch eager and jax.jit with JAX op-by-op, and every form with a
@@ -17,7 +23,7 @@ from typing import Any, Callable
 
 from demos.deck import asks
 from demos.deck.claims import Claim, Claims, regime
-from demos.deck.conditions import rounding_text
+from demos.deck.conditions import rounding_bound, rounding_text
 from demos.deck.demo import Choice, Configs, Demo
 from demos.engine.devices import jax_or_none, require_torch
 from demos.engine.errors import DemoError
@@ -57,6 +63,18 @@ def diff_stats(a, b, dtype: str, n: int = 8) -> dict[str, float]:
         "differ_frac": float((d > 0).mean()) if d.size else 0.0,
         "n": int(d.size),
     }
+
+
+def reordered_sum(x) -> dict[str, float]:
+    """Reassociation alone: the same float32 terms (``x``, flattened) summed by torch in their order
+    and in a fixed random permutation; |Δ| against the bound two orders obey, 2·n·u·Σ|terms|."""
+    torch = require_torch()
+    t = x.detach().reshape(-1).float()
+    perm = torch.randperm(t.numel(), generator=torch.Generator().manual_seed(0)).to(t.device)
+    in_order, permuted = float(t.sum()), float(t[perm].sum())
+    n = t.numel()
+    return {"n": n, "in_order": in_order, "permuted": permuted, "float64": float(t.double().sum()),
+            "diff": abs(in_order - permuted), "bound": rounding_bound("float32", n) * float(t.double().abs().sum())}
 
 
 def _float64_reference(w, prep_eager):
@@ -104,6 +122,7 @@ def measure_numerics(run: Run, workload: str = "complex_activation", dtype: str 
     if outs["torch_eager"].size == 1:  # a scalar (a long reduction): show the values themselves
         data["scalars"] = {b: float(outs[b].ravel()[0]) for b in backends}
         data["scalars"]["float64"] = float(ref.ravel()[0])
+        data["reordered"] = reordered_sum(preps["torch_eager"].args[0])  # its input's terms, in another order
     run.cache[key] = data
     return dict(data)
 
@@ -137,6 +156,16 @@ def _roundings_skipped(d: dict[str, Any]) -> tuple[bool, str]:
     return ops >= 2, f"eager rounds each of the {ops} ops' results to bfloat16; the fused kernel rounds once"
 
 
+def _sum_bound(d: dict[str, Any]) -> tuple[bool, str]:
+    """The reordered sum's condition: n float32 terms, two orders within 2·n·u·Σ|terms|."""
+    r = d["reordered"]
+    return True, (f"|Δ| = {r['diff']:.2g}; {r['n']:,} terms, so two orders differ by at most "
+                  f"2·n·u·Σ|terms| = {r['bound']:.2g}")
+
+
+_sum_bound.measures = True  # the footer states it on every machine: the measured |Δ| beside its bound
+
+
 numerics_claims = Claims(
     Claim("compiled output agrees with eager within tolerance (rtol={d[tolerance][rtol]:.2g}, "
           "atol={d[tolerance][atol]:.2g})", lambda d: max(s["tol_used"] for s in d["pairs"].values()), "<=", 1.0,
@@ -151,6 +180,10 @@ numerics_claims = Claims(
     Claim("bfloat16: torch.compile is closer to float64 than eager",
           lambda d: d["vs_float64"]["torch_compile"]["max_abs"] < d["vs_float64"]["torch_eager"]["max_abs"],
           applies=_example("bfloat16"), key="bfloat16_closer", **regime(when=_roundings_skipped)),
+    # a long reduction (chain): its float32 inputs summed in order and permuted, reassociation alone
+    Claim("reassociation: the same float32 inputs, summed in another order, give another sum",
+          lambda d: (d["reordered"]["diff"], d["reordered"]["diff"] / d["reordered"]["bound"]), (">", "<="), (0, 1.0),
+          applies=lambda d: "reordered" in d, key="reordered", **regime(when=_sum_bound)),
 )
 
 
