@@ -1,10 +1,10 @@
-"""The words the deck uses, each defined on or before the first slide that uses it.
+"""The words the deck uses, each defined where the audience first meets it.
 
-Part 1 ends with the glossary slides (a heading that starts ``## Words``): each term below is
-written there in bold with its definition. A slide the audience sees before them may use a term
-only where it defines it itself, with the term in bold (``**kernel**: …``). Agenda slides name
-what is coming and are exempt. :func:`problems` lists each term used before it is defined, in
-deck order; ``make lint-slides`` prints them and the tests fail on them.
+The first slide (with its speaker notes) that uses a term below writes it in bold with its meaning
+(``**kernel** (the compiled loop the device runs)``); later slides use it freely. Agenda slides
+name what is coming and are exempt. :func:`problems` lists each term whose first use does not
+define it, and each term no slide uses, in deck order; ``make lint-slides`` prints them and the
+tests fail on them. :func:`first_uses` says where each term is defined (the term's slide).
 """
 from __future__ import annotations
 
@@ -32,7 +32,6 @@ TERMS: dict[str, str] = {
     "remat": r"\bremat\b|\brematerial",
     "CUDA graph": r"\bCUDA graphs?\b",
 }
-GLOSSARY_HEADING = "## Words"
 
 
 def _slide_type(cell) -> str:
@@ -60,24 +59,27 @@ def defines(text: str, term: str) -> bool:
     return bool(re.search(r"\*\*(?:" + TERMS[term] + r")\*\*", text)) or f"**{term}**" in text
 
 
+def first_uses(nbs: Sequence[tuple[str, object]]) -> dict[str, tuple[str, int, str, str]]:
+    """term → (part, slide number, the slide's heading, its text) of the first slide that uses it,
+    agenda slides skipped; a term no slide uses is left out."""
+    found: dict[str, tuple[str, int, str, str]] = {}
+    for part, n, text in _seen_slides(nbs):
+        heading = text.strip().splitlines()[0] if text.strip() else ""
+        if heading.startswith("## Agenda"):
+            continue
+        for term, pattern in TERMS.items():
+            if term not in found and re.search(pattern, text):
+                found[term] = (part, n, heading, text)
+    return found
+
+
 def problems(nbs: Sequence[tuple[str, object]]) -> list[str]:
-    """Each term used on a slide before the glossary defines it (and not defined there), each
-    term the glossary lacks, and a missing glossary; empty when the deck is in order."""
-    slides = _seen_slides(nbs)
-    at = next((k for k, (_p, _n, t) in enumerate(slides)
-               if any(line.startswith(GLOSSARY_HEADING) for line in t.strip().splitlines()[:1])), None)
-    if at is None:
-        return [f"no glossary slide (a slide whose heading starts {GLOSSARY_HEADING!r})"]
-    glossary = "\n".join(t for _p, _n, t in slides[at:] if t.strip().startswith(GLOSSARY_HEADING))
-    out = [f"the glossary does not define {term!r} (write it in bold with its meaning)"
-           for term in TERMS if not defines(glossary, term)]
-    for term, pattern in TERMS.items():
-        for part, n, text in slides[:at]:
-            heading = text.strip().splitlines()[0] if text.strip() else ""
-            if heading.startswith("## Agenda") or not re.search(pattern, text):
-                continue
-            if not defines(text, term):
-                out.append(f"{part} slide {n} ({heading[:40]}): uses {term!r} before the glossary defines it "
-                           "(define it here, in bold, or reword)")
-            break
+    """Each term whose first slide does not define it, and each term no slide uses; empty when
+    the deck is in order."""
+    first = first_uses(nbs)
+    out = [f"no slide uses {term!r} (drop it from the terms, or use it)" for term in TERMS if term not in first]
+    for term, (part, n, heading, text) in first.items():
+        if not defines(text, term):
+            out.append(f"{part} slide {n} ({heading[:40]}): uses {term!r} first but does not define it "
+                       "(write it in bold with its meaning here, or reword)")
     return out

@@ -368,7 +368,7 @@ def _tidy(action: str) -> int:
             found += problems(nb, path.name)
             read.append((path.name, nb))
     if action == "lint":
-        found += glossary.problems(read)  # every term defined on or before its first slide
+        found += glossary.problems(read)  # every term defined on the first slide that uses it
     for line in found:
         print(line)
     return 1 if found else 0
