@@ -161,6 +161,9 @@ def test_a_claim_the_measurement_cannot_answer_fails():
     c = Claim("x ÷ y over {threshold}", lambda d: d["x"] / d["y"], ">", 1)
     assert Claims(c)({"x": 1.0, "y": 0.0}) == {"x ÷ y over 1": False}
     assert Claims(c)({"x": 1.0}) == {"x ÷ y over 1": False}
+    # and says why, so a claim reading a key its measure never returns is not a silent False
+    assert c.verdict({"x": 1.0}).condition == "the measurement has no 'y'"
+    assert "ZeroDivisionError" in c.verdict({"x": 1.0, "y": 0.0}).condition
 
 
 # ---------------------------------------------------------------------------------------

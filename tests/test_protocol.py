@@ -26,8 +26,12 @@ def test_fresh_function_is_the_same_function_under_a_name_of_its_own():
     assert a.__code__ is not _poly.__code__ and a.__code__ is not b.__code__
     assert len({a.__name__, b.__name__, named.__name__, _poly.__name__}) == 4 and named.__name__ == "_poly_part3"
     assert a(-3.0) == b(-3.0) == _poly(-3.0) == 5.0
+    # a builtin has no code of its own: it is called from a fresh Python function of its name
+    fresh_len = protocol.fresh_function(len)
+    assert fresh_len.__name__.startswith("len_") and fresh_len([1, 2, 3]) == 3
+    assert protocol.fresh_function(len).__code__ is not fresh_len.__code__
     with pytest.raises(TypeError):
-        protocol.fresh_function(len)
+        protocol.fresh_function(3)
 
 
 def test_two_fresh_copies_do_not_share_automatic_dynamic_state():

@@ -232,8 +232,12 @@ class Claim:
             return Verdict(self.render(data), NOT_HERE, self.law_or_regime, cond, self.key, measures)
         try:
             x = self.value(data)
-        except (KeyError, TypeError, IndexError, ZeroDivisionError, ValueError, AttributeError):
-            x = None
+        except (KeyError, TypeError, IndexError, ZeroDivisionError, ValueError, AttributeError) as exc:
+            # the measurement cannot answer: it fails, and says what it lacked (a key measure never returns)
+            lacked = f"the measurement has no {exc.args[0]!r}" if isinstance(exc, KeyError) and exc.args else \
+                f"its value could not be read ({type(exc).__name__}: {exc})"
+            return Verdict(self.render(data), FAILS, self.law_or_regime, "; ".join(t for t in (cond, lacked) if t),
+                           self.key, measures)
         holds = _compare(self.op_for(kind), x, self.threshold_for(kind))
         return Verdict(self.render(data), HOLDS if holds else FAILS, self.law_or_regime, cond, self.key, measures)
 

@@ -111,7 +111,6 @@ class _State:
         self.cache: dict = {}
 
 
-
 @dataclass(frozen=True, eq=False)
 class Demo:
     """A live demo, declared once (see the module docstring)."""
@@ -366,10 +365,12 @@ class Demo:
         return verdicts(self, data)
 
     def draw(self, data: dict, reference: dict | None = None) -> Any:
-        """``figure(data, reference)``, with its footer's verdicts (:func:`demos.deck.verified.footer`)."""
+        """``figure(data, reference)``, with its footer's verdicts (:func:`demos.deck.verified.footer`),
+        stamped where the function did not stamp it (:func:`demos.engine.plots.stamped`)."""
         from demos.deck.verified import footer
 
-        return self.figure({**data, "verdicts": footer(self, data)}, reference)
+        data = {**data, "verdicts": footer(self, data)}
+        return plots.stamped(self.figure(data, reference), data, reference)
 
     # -- warming -------------------------------------------------------------------------
     def warm_up(self) -> None:

@@ -8,10 +8,13 @@ code everything it needs from the engine, so a topic writes none of it again:
                    declared state. A topic keeps no cache of its own at module level.
 ``run.time(...)``  the one way to time: warm-up, the first call (the one that compiles) timed
                    apart, synchronised before the clock stops, forms sampled in turn, medians with
-                   p10–p90 (:class:`demos.engine.timing.Timing`).
+                   p10–p90 (:class:`demos.engine.timing.Timing`). Without a ``sync`` argument the
+                   timers synchronise every device the call may have queued work on
+                   (:func:`demos.engine.timing.sync_output`); ``no_sync`` is asked for by name.
 ``run.compile(fn, **options)``  ``torch.compile`` of a fresh copy of ``fn`` under a name of its
                    own (:func:`demos.engine.protocol.fresh_function`): its own guards, recompile
-                   budget and automatic-dynamic state.
+                   budget and automatic-dynamic state. ``fn`` may be a builtin (``F.gelu``) or
+                   a module: it is called from a fresh Python function of its name.
 ``run.progress(fraction, message)``  what the panel's progress bar and status line show.
 ``run.declared()`` the declared state (threads from the load, Dynamo's counters zeroed, the load
                    read while it measures), entered and left around the measurement; the demo
@@ -27,7 +30,7 @@ from typing import Any, Callable, Iterator
 
 from demos.engine import timing as _timing
 from demos.engine.protocol import Conditions, declared_state, fresh_function
-from demos.engine.timing import Timing, no_sync
+from demos.engine.timing import Timing, sync_output
 
 Progress = Callable[[float, str], None]
 
@@ -73,12 +76,12 @@ class Run:
 
     # -- timing ----------------------------------------------------------------------------
     @staticmethod
-    def first_call(fn: Callable[[], Any], sync: Callable[[Any], None] = no_sync) -> tuple[float, Any]:
+    def first_call(fn: Callable[[], Any], sync: Callable[[Any], None] = sync_output) -> tuple[float, Any]:
         """One call (the one that compiles) timed alone, synchronised: (seconds, output)."""
         return _timing.first_call(fn, sync)
 
     @staticmethod
-    def time(fn: Callable[[], Any], sync: Callable[[Any], None] = no_sync, **options: Any) -> Timing:
+    def time(fn: Callable[[], Any], sync: Callable[[Any], None] = sync_output, **options: Any) -> Timing:
         """Steady-state seconds per call of ``fn()`` (:func:`demos.engine.timing.measure`)."""
         return _timing.measure(fn, sync, **options)
 
@@ -95,7 +98,7 @@ class Run:
         (returned, synchronised) (:func:`demos.engine.timing.measure_paired`)."""
         return _timing.measure_paired(fn, sync, **options)
 
-    def timed(self, fn: Callable[[], Any], sync: Callable[[Any], None] = no_sync, *, first: bool = True,
+    def timed(self, fn: Callable[[], Any], sync: Callable[[Any], None] = sync_output, *, first: bool = True,
               **options: Any) -> dict[str, Any]:
         """The one timing schema a topic stores (``Timing.to_dict``: median_s, p10_s, p90_s, n,
         inner), with ``first_s`` (the first call, timed apart) when ``first``."""

@@ -155,7 +155,16 @@ def stamp_figure(fig: Figure, data: dict[str, Any], reference: dict[str, Any] | 
     # the regimes' verdicts with their measured conditions, and GPU claims not yet measured on a GPU
     # (demos.deck.demo.Demo.draw)
     lines += list(data.get("verdicts") or ())
+    fig._demos_stamped = True  # stamped(): Demo.draw stamps a figure its function left unstamped
     return _footer(fig, lines)
+
+
+def stamped(fig: Any, data: dict[str, Any], reference: dict[str, Any] | None = None) -> Any:
+    """``fig``, with :func:`stamp_figure`'s footer where its figure function did not draw one: every
+    demo's figure says where it was measured (anything but a Figure passes through)."""
+    if isinstance(fig, Figure) and not getattr(fig, "_demos_stamped", False):
+        stamp_figure(fig, data, reference)
+    return fig
 
 
 def machine_stamp(machine: dict[str, Any], extra: str = "", date: str = "") -> str:

@@ -124,6 +124,17 @@ def reset_counters() -> None:
 _FRESH = [0]
 
 
+def _calling(target: Callable) -> types.FunctionType:
+    """A Python function that calls ``target``, named after it (``gelu`` for ``F.gelu``)."""
+    def call(*args, **kwargs):
+        return target(*args, **kwargs)
+
+    name = getattr(target, "__name__", None) or type(target).__name__
+    call.__name__ = call.__qualname__ = name if name.isidentifier() else "call"
+    call.__doc__ = getattr(target, "__doc__", None)
+    return call
+
+
 def fresh_function(fn: Callable, tag: str = "") -> Callable:
     """``fn`` with a new code object of its own name (``<name>_<tag>``, a fresh numbered tag when
     none is given). Dynamo keeps compiled code, guards and the recompile budget per code object,
@@ -131,11 +142,15 @@ def fresh_function(fn: Callable, tag: str = "") -> Callable:
     inherit another copy's "this dimension varies" and compile dynamic from its first call. The
     persistent Inductor cache still matches (it keys on the graph, not the name).
 
-    The one helper for this: every demo that compiles a function of its own goes through it."""
+    The one helper for this: every demo that compiles a function of its own goes through it.
+    A callable with no code of its own (a builtin such as ``F.gelu``, a module, a partial) is
+    called from a fresh Python function of its name."""
     if isinstance(fn, types.MethodType):
         return types.MethodType(fresh_function(fn.__func__, tag), fn.__self__)
     if not isinstance(fn, types.FunctionType):
-        raise TypeError(f"fresh_function needs a Python function, not {type(fn).__name__}")
+        if not callable(fn):
+            raise TypeError(f"fresh_function needs a callable, not {type(fn).__name__}")
+        fn = _calling(fn)
     if not tag:
         _FRESH[0] += 1
         tag = f"fresh{_FRESH[0]}"

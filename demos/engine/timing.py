@@ -110,6 +110,25 @@ def no_sync(_out: Any) -> None:
     return None
 
 
+def sync_output(out: Any) -> None:
+    """The default synchronisation of :class:`~demos.engine.measurement.Run`'s timers: wait until
+    the call's work is done on every device that may still be running it. Every JAX array in the
+    output (tuples, lists, dicts) is blocked on; where torch is imported and has started CUDA (or
+    runs on MPS), its device is synchronised, whatever the call returned (a training step that
+    returns nothing still queued its kernels). On a CPU-only torch it costs nothing: CPU ops
+    return when done. A timer that means to leave the clock unsynchronised passes ``no_sync``."""
+    import sys
+
+    _block_tree(out)
+    torch = sys.modules.get("torch")  # never imported for this: nothing of torch's can be queued
+    if torch is None:
+        return
+    if torch.cuda.is_available() and torch.cuda.is_initialized():
+        torch.cuda.synchronize()
+    elif getattr(torch.backends, "mps", None) is not None and torch.backends.mps.is_available():
+        torch.mps.synchronize()
+
+
 def sync_for(backend: str, device: str | None = None) -> Callable[[Any], None]:
     return sync_jax() if backend.startswith("jax") else sync_torch(device)
 

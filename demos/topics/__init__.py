@@ -33,7 +33,23 @@ def load():
     order = [t for topics in PARTS.values() for t in topics]
     for topic in order:
         importlib.import_module(f"{__name__}.{topic}")
-    return sorted(registered(__name__ + "."), key=lambda d: order.index(d.topic))
+    demos = registered(__name__ + ".")
+    for d in demos:
+        bound_as(d)
+    return sorted(demos, key=lambda d: order.index(d.topic))
+
+
+def bound_as(demo) -> str:
+    """``topic.name``, the live cell's call, after checking that it reaches ``demo``: the module its
+    ``measure`` lives in binds it under its own name. A demo bound under another name (``chain_demo
+    = Demo("chain", …)``) is refused at load, in one line, instead of a slide test failing later."""
+    import sys
+
+    module = sys.modules.get(demo.module)
+    if module is None or getattr(module, demo.name, None) is not demo:
+        raise ValueError(f"demo {demo.key}: its live cell calls {demo.topic}.{demo.name}(), so {demo.module} must "
+                         f"bind it under its own name: {demo.name} = Demo({demo.name!r}, …)")
+    return demo.key
 
 
 def preload() -> float:

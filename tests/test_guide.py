@@ -1,0 +1,124 @@
+"""docs/authoring.md's "Adding a demo" example, run as it stands: its code block is executed in a
+module of its own and the demo it declares goes through the checks every declared demo gets
+(measure at the defaults and at another control value, claims that read only what ``measure``
+returned, its question, a stamped figure with nothing outside it), so the guide cannot drift
+from the code. And the defaults a new author relies on without knowing it: timers that
+synchronise, ``run.compile`` of a builtin, a demo bound under its own name."""
+from __future__ import annotations
+
+import re
+import sys
+import types
+
+import pytest
+
+import demos  # noqa: F401  (environment before torch/JAX)
+from demos.engine.env import PROJECT_ROOT
+
+GUIDE = PROJECT_ROOT / "docs" / "authoring.md"
+
+
+def guide_example() -> str:
+    """The first Python block under "## Adding a demo"."""
+    text = GUIDE.read_text()
+    section = text[text.index("## Adding a demo"):]
+    return re.search(r"```python\n(.*?)```", section, re.S).group(1)
+
+
+@pytest.fixture(scope="module")
+def example():
+    """The guide's block, executed as a module (``guide_example``), and its demo; the demo leaves
+    the registry afterwards."""
+    from demos.deck import demo as demo_module
+
+    module = types.ModuleType("guide_example")
+    sys.modules["guide_example"] = module
+    exec(compile(guide_example(), str(GUIDE), "exec"), module.__dict__)
+    declared = [v for v in vars(module).values() if isinstance(v, demo_module.Demo)]
+    assert len(declared) == 1, declared
+    yield module, declared[0]
+    demo_module._REGISTRY.pop(declared[0].key, None)
+    sys.modules.pop("guide_example", None)
+
+
+def test_the_guides_example_is_short(example):
+    code = [ln for ln in guide_example().splitlines() if ln.strip() and not ln.startswith(("import ", "from "))]
+    assert len(code) <= 17, len(code)  # the demo itself, imports aside
+
+
+def test_the_guides_example_passes_the_checks_every_demo_gets(example):
+    from demos import topics
+    from demos.engine import plots
+
+    module, gelu = example
+    assert topics.bound_as(gelu) == "guide_example.gelu"  # the live cell guide_example.gelu() reaches it
+    for values in ({}, {"dtype": "bfloat16", "N": 2**12}):
+        data = gelu.run(values)
+        for claim in gelu.claims.items:  # each claim reads what measure returned: no missing key
+            claim.value(data)
+        assert all(gelu.check_claims(data).values()), gelu.check_claims(data)
+        assert data["kernels"] == 1  # the law the example claims, on this machine
+        for form in ("eager", "compiled"):
+            t = data[form]
+            assert t["p10_s"] <= t["median_s"] <= t["p90_s"] and t["first_s"] > 0
+        choice, said = gelu.ask.answer(data)  # the question the slide asks first has an answer here
+        assert gelu.ask.choices[choice] == "1 kernel" and said, (choice, said)
+        fig = gelu.draw(data)
+        assert getattr(fig, "_demos_stamped", False)  # stamped by the demo: the function did not
+        assert plots.texts_outside(fig) == []
+    with pytest.raises(Exception, match="power of two"):
+        gelu.run({"N": 3})
+
+
+def test_a_demo_bound_under_another_name_is_refused():
+    from demos import topics
+    from demos.deck import demo as demo_module
+
+    module = types.ModuleType("guide_misnamed")
+    sys.modules["guide_misnamed"] = module
+    source = guide_example().replace("gelu = Demo(", "gelu_demo = Demo(")
+    try:
+        exec(compile(source, "guide_misnamed", "exec"), module.__dict__)
+        with pytest.raises(ValueError, match=r"must bind it under its own name: gelu = Demo\('gelu'"):
+            topics.bound_as(module.gelu_demo)
+    finally:
+        demo_module._REGISTRY.pop("guide_misnamed.gelu", None)
+        sys.modules.pop("guide_misnamed", None)
+
+
+def test_run_compile_takes_a_builtin():
+    import torch
+    import torch.nn.functional as F
+
+    from demos.engine.measurement import Run
+
+    compiled = Run().compile(F.gelu)
+    x = torch.randn(4096)
+    assert torch.allclose(compiled(x), F.gelu(x), atol=1e-6)
+
+
+def test_the_timers_synchronise_by_default(monkeypatch):
+    """Without a sync argument, Run's timers block on the JAX arrays a call returns, and
+    synchronise a GPU torch has started (faked: no GPU here), whatever the call returned."""
+    import torch
+
+    from demos.engine import measurement, timing
+
+    blocked, synced = [], []
+
+    class Pending:  # a JAX array's side of it: block_until_ready
+        def block_until_ready(self):
+            blocked.append(self)
+            return self
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "is_initialized", lambda: True)
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda *a: synced.append(1))
+    run = measurement.Run()
+    run.first_call(lambda: (Pending(), {"b": Pending()}))
+    assert len(blocked) == 2 and len(synced) == 1
+    run.timed(lambda: None, budget_s=0.001, min_samples=3)  # returns nothing: the device is still synchronised
+    assert len(synced) > 1
+    before = len(synced)
+    run.first_call(lambda: None, timing.no_sync)  # asked for by name
+    assert len(synced) == before
