@@ -129,10 +129,11 @@ def test_claim_compiled_training_step_faster_than_eager_at_an_op_heavy_size():
     # slide: batch 1 × seq 32, D=64 (4 layers) — measured ×1.2–1.3 on the 2-core machine
     d = _op_heavy_training()
     claims = model.speed.check_claims(d)
-    if not all(claims.values()):  # as test_demos does: once more, from the declared state
+    claim = model.speed_claims["op_heavy"].render(d)
+    if claim not in claims or not all(claims.values()):  # as test_demos does: once more, from the declared state
         d = _op_heavy_training()
         claims = model.speed.check_claims(d)
-    assert model.speed_claims["op_heavy"].render(d) in claims and all(claims.values()), (claims, d["rows"])
+    assert claim in claims and all(claims.values()), (claims, d["rows"], model.speed_claims["op_heavy"].condition(d))
 
 
 @cpu_only

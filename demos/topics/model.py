@@ -38,7 +38,7 @@ from demos.engine.measurement import Run
 from demos.engine.timing import break_even, sync_jax, sync_torch
 from demos.introspection import profiling
 from demos.topics.model_bundle import Bundle, agreement, bundle, cpu_threads, graph_summary, threads  # noqa: F401
-from demos.topics.model_bundle import GEMM_BOUND, OP_BOUND, agreement_bound, gemm_rate  # the speed claims' regimes
+from demos.topics.model_bundle import GEMM_BOUND, GEMM_N, OP_BOUND, agreement_bound, gemm_form  # the speed claims' regimes
 from demos.topics.model_compile_cost import CACHES, faster_compile, fill_caches, first_step, stance_loops, warm_compiler
 from demos.topics.model_figures import (figure_backward, figure_compile_cost, figure_ops, figure_speed,
                                         ops_totals)
@@ -198,8 +198,8 @@ def measure_speed(run: Run, step: str = "inference", tokens: str | None = None, 
         except DemoError as exc:
             skipped["jax_jit"] = str(exc)
         run.progress(0.3, "timing every form, taking turns…")
-        rows = zoo.time_forms(forms, budget_s * len(forms))
-        gemm = gemm_rate(run)  # on the model's threads: what its matmuls could reach
+        rows = zoo.time_forms({**forms, "gemm": gemm_form()}, budget_s * (len(forms) + 1))  # the GEMM in turn
+        gemm = 2.0 * GEMM_N**3 / rows.pop("gemm")["median_s"]
     eager = rows["torch_eager"]["median_s"]
     speedup = {k: eager / r["median_s"] for k, r in rows.items() if k != "torch_eager"}
     hist = run.cached(("history", step, dtype, torch_device()), dict)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import contextlib
 import operator
 from collections import OrderedDict
-from typing import Any
+from typing import Any, Callable
 
 from demos.deck.conditions import measured, rounding_bound
 from demos.engine import model_zoo as zoo
@@ -114,13 +114,19 @@ def agreement(b: Bundle) -> dict[str, float]:
 # =======================================================================================
 # The speed slide's regimes: where compiling the step pays (op-bound) and where it cannot (GEMM-bound)
 # =======================================================================================
-def gemm_rate(run: Run, n: int = 512) -> float:
-    """This device's float32 GEMM rate on the threads in force, in FLOP/s: 2n³ ÷ the best-decile
-    time of an n × n matmul. What a step that is all matmuls could reach."""
+GEMM_N = 512  # the n × n float32 matmul whose rate the step is compared with
+
+
+def gemm_form(n: int = GEMM_N) -> tuple[Callable[[], Any], Callable[[Any], None]]:
+    """An n × n float32 matmul on this device, as a form to time in turn with the step's forms:
+    2n³ ÷ its median is the rate a step that is all matmuls could reach on the threads in force.
+    Timed in turn with the step, a busy spell of the machine slows both alike: timed on its own,
+    beside another pytest worker, its rate once came out at half, and an op-heavy step read as
+    GEMM-bound."""
     torch = require_torch()
     g = torch.Generator().manual_seed(0)
     a, b = (torch.randn(n, n, generator=g).to(torch_device()) for _ in range(2))
-    return 2.0 * n**3 / run.time(lambda: a @ b, sync_torch(), budget_s=0.05, min_samples=5).p10
+    return (lambda: a @ b), sync_torch()
 
 
 def agreement_bound(d: dict) -> float:
