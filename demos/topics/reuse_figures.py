@@ -43,7 +43,7 @@ def figure_plan(data: dict[str, Any], reference: dict | None = None):
         ax.set_xticklabels([_DONATION_LABELS.get(tuple(r["donate_argnums"]), str(r["donate_argnums"]))
                             for r in rows], fontsize=11.5)
         ax.set_ylim(0, max(new + [1]) * 1.9)
-        ax.set_ylabel("memory one call allocates (× N)")
+        ax.set_ylabel("memory one call\nallocates (× N)")
         ax.grid(axis="x", visible=False)
         if any(r["warning"] for r in rows):
             ax.text(0.5, 0.97, "JAX: “" + next(r["warning"] for r in rows if r["warning"]).split(":")[0] + "”",
