@@ -160,7 +160,7 @@ def cmd_warm(args: argparse.Namespace) -> int:
     from demos.engine.env import CACHE_ROOT, cache_problem
     from demos.engine.errors import DemoError, one_line
 
-    problem = cache_problem()  # before minutes of compiling into caches nobody keeps
+    problem = cache_problem(shared=True)  # before minutes of compiling into caches nobody keeps
     if problem:
         raise DemoError(problem)
     demos = _demos(args.demo)  # an unknown name is refused before the preload

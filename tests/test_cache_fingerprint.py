@@ -174,7 +174,7 @@ def test_a_warm_result_of_another_fingerprint_is_not_loaded_from_a_shared_folder
 def test_cache_status_names_the_machines_whose_caches_are_not_read(tmp_path, monkeypatch):
     from demos.deck import present
 
-    monkeypatch.setattr(present, "cache_problem", lambda: None)
+    monkeypatch.setattr(present, "cache_problem", lambda shared=False: None)
     marker = tmp_path / env.FINGERPRINT / "warm.json"
     warm, line = present.cache_status(marker)
     assert not warm and line == "compile caches are cold (`make warm` has not run here)"
@@ -201,18 +201,94 @@ def test_cache_status_names_the_machines_whose_caches_are_not_read(tmp_path, mon
 
 
 def test_an_unwritable_cache_folder_still_keeps_machines_apart(tmp_path):
-    """Where .cache/ cannot be written, the caches go to the system's temporary folder, still one
-    folder per fingerprint (torch's own default is shared by every ISA)."""
+    """Where neither .cache/ nor the user's own cache folder can be written, the caches go to the
+    system's temporary folder, still one folder per fingerprint (torch's own default is shared by
+    every ISA)."""
     blocker = tmp_path / "a-file"
     blocker.write_text("not a folder")
     code = ("import os, demos, demos.engine.env as e; "
             "print(os.environ['TORCHINDUCTOR_CACHE_DIR'], e.temporary_root(), e.FINGERPRINT)")
     tmp = tmp_path / "tmp"  # the system's temporary folder, for these processes
     tmp.mkdir()
-    native = _python(code, blocker / "cache", TMPDIR=str(tmp)).split()
-    avx2 = _python(code, blocker / "cache", TMPDIR=str(tmp), ATEN_CPU_CAPABILITY="avx2").split()
+    own = str(blocker / "own")
+    native = _python(code, blocker / "cache", TMPDIR=str(tmp), DEMOS_USER_CACHE_DIR=own).split()
+    avx2 = _python(code, blocker / "cache", TMPDIR=str(tmp), ATEN_CPU_CAPABILITY="avx2",
+                   DEMOS_USER_CACHE_DIR=own).split()
     for inductor, root, fingerprint in (native, avx2):
         assert inductor == str(Path(root) / "inductor") and Path(root).name == fingerprint, (inductor, root)
         assert Path(root).is_relative_to(tmp), root
     if native[2] != avx2[2]:
         assert native[0] != avx2[0]
+
+
+def test_a_read_only_shared_cache_is_read_through_each_users_own_folder(tmp_path):
+    """A hub's image (docs/course.md): the shared cache folder warmed, then read-only (a real
+    read-only bind mount: it holds for root too). Each student's process compiles into a folder of
+    their own (DEMOS_USER_CACHE_DIR here, ~/.cache/jit-deck by default) that links every warm
+    entry: the warm torch graph and JAX program are read (Inductor's FX graph cache hits, JAX
+    writes no new entry), a new graph is compiled into the student's folder alone, and neither the
+    shared folder nor another student's changes."""
+    from demos.deck import hub
+    from demos.engine.errors import DemoError
+
+    shared = tmp_path / "shared"
+    code = ("import torch, demos, os, json\n"
+            "from demos.engine import env\n"
+            "from demos.engine.devices import jax_or_none\n"
+            "from torch._dynamo.utils import counters\n"
+            "torch.compile(lambda x: torch.sin(x) * 2 + 1)(torch.ones(64))\n"
+            "jax = jax_or_none(); jax.jit(lambda a: a * 3 - 1)(jax.numpy.ones(8)).block_until_ready()\n"
+            "if os.environ.get('NEW'): torch.compile(lambda x: torch.cos(x) - 3)(torch.ones(64))\n"
+            "print(json.dumps([os.environ['TORCHINDUCTOR_CACHE_DIR'], env.cache_problem(),\n"
+            "                  dict(counters['inductor'])]))\n")
+    inductor, problem, counts = json.loads(_python(code, shared))  # the image's warm step: writable
+    root = Path(inductor).parent
+    assert root.parent == shared and problem is None and counts.get("fxgraph_cache_miss") == 1, counts
+    (root / "warm.json").write_text("{}")
+
+    def listing(folder: Path) -> list:
+        return sorted((p.relative_to(folder).as_posix(), p.is_symlink(), p.lstat().st_mtime_ns) for p in folder.rglob("*"))
+
+    before = listing(shared)
+
+    def student(name: str, **extra: str) -> tuple[Path, dict]:
+        env_ = {k: v for k, v in os.environ.items() if k not in ("DEMOS_WARMED_DIR", "TORCHINDUCTOR_CACHE_DIR",
+                                                                 "DEMOS_JAX_CACHE_DIR", "DEMOS_CACHES_FOR")}
+        env_.update(DEMOS_CACHE_DIR=str(shared), DEMOS_USER_CACHE_DIR=str(tmp_path / name), PYTHONWARNINGS="ignore",
+                    **extra)
+        try:
+            argv = hub.read_only([shared], [sys.executable, "-c", code])
+        except DemoError as exc:
+            if os.environ.get("CI"):
+                raise
+            pytest.skip(str(exc))
+        r = subprocess.run(argv, cwd=ROOT, env=env_, capture_output=True, text=True, timeout=300)
+        assert r.returncode == 0, r.stderr[-2000:]
+        inductor, problem, counts = json.loads(r.stdout.strip().splitlines()[-1])
+        assert problem is None and Path(inductor) == tmp_path / name / root.name / "inductor", (inductor, problem)
+        return Path(inductor).parent, counts
+
+    alice, counts = student("alice")
+    assert counts.get("fxgraph_cache_hit") == 1 and not counts.get("fxgraph_cache_miss"), counts
+    assert not [p for p in (alice / "jax").iterdir() if not p.is_symlink()], "JAX compiled a warm program again"
+    assert not [p for p in (alice / "inductor").rglob("*") if p.is_file() and not p.is_symlink()
+                and "locks" not in p.parts], "Inductor wrote where it should have read"
+    alice, counts = student("alice", NEW="1")  # a graph nobody warmed: compiled into alice's folder
+    assert counts.get("fxgraph_cache_miss") == 1 and counts.get("fxgraph_cache_hit") == 1, counts
+    mine = {p.name for p in (alice / "inductor" / "fxgraph").rglob("*") if p.is_file() and not p.is_symlink()}
+    assert mine, "the new graph is not in alice's folder"
+    bob, counts = student("bob")
+    assert counts.get("fxgraph_cache_hit") == 1, counts
+    assert not mine & {p.name for p in (bob / "inductor" / "fxgraph").rglob("*")}, "bob reads alice's compile"
+    assert listing(shared) == before, "a student's process wrote into the shared folder"
+
+
+def test_jax_cache_keys_do_not_depend_on_where_the_cache_lies(tmp_path):
+    """The same JAX program compiled with its persistent cache in two folders is stored under the
+    same key (JAX's XLA autotune sub-cache, whose path entered the key, is off: devices.jax_or_none),
+    so a cache warmed in one folder is read from another."""
+    code = "import demos; from demos.topics import preload; preload()"
+    for name in ("one", "two"):
+        _python(code + "; print('ok')", tmp_path / name)
+    one, two = ({p.name for p in (tmp_path / name).glob("*/jax/*")} for name in ("one", "two"))
+    assert one and one == two, (one, two)

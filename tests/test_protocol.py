@@ -133,6 +133,9 @@ def test_conditions_say_when_others_took_the_cores():
     assert ok.reliable and not ok.warning() and one.reliable
     assert not busy.reliable and "0.9 of 2 cores" in busy.warning() and "\n" not in busy.warning()
     assert one.stamp() == "1 of 2 threads (1 of 2 cores busy elsewhere)"
+    # the figure's own stamp says it too (a figure is seen away from its status line: a slide, a PDF)
+    assert busy.stamp() == "2 of 2 threads (all cores free) · ⚠ cores shared: other processes used 0.9 of 2 while it measured"
+    assert "shared" not in ok.stamp()
 
 
 def _spinner(seconds: float) -> subprocess.Popen:

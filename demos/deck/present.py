@@ -32,7 +32,7 @@ import webbrowser
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from demos.engine.env import (CACHE_ROOT, FINGERPRINT, PROJECT_ROOT, VERSIONED, cache_problem,
+from demos.engine.env import (CACHE_ROOT, FINGERPRINT, PROJECT_ROOT, VERSIONED, cache_problem, compile_root,
                               other_fingerprints, package_digest, package_version)
 from demos.engine.errors import DemoError
 from demos.engine.settings import get, parse
@@ -242,7 +242,9 @@ def cache_status(marker: Path = WARM_MARKER, root: Path = PROJECT_ROOT) -> tuple
     caches = [CACHE_ROOT / "inductor", CACHE_ROOT / "jax"]
     if not any(p.exists() and any(p.iterdir()) for p in caches):
         return False, "compile caches are cold (.cache/ is empty)"
-    return True, f"compile caches warm (since {data.get('warmed_at', '?')})"
+    own = compile_root() if cache_problem(shared=True) else None  # a hub's read-only image: the student's own
+    mine = f"; read-only here, so new compiles go to {own}" if own is not None else ""
+    return True, f"compile caches warm (since {data.get('warmed_at', '?')}){mine}"
 
 
 def cold_notice() -> str | None:

@@ -40,6 +40,13 @@ def jax_or_none():
             jax.config.update("jax_compilation_cache_dir", cache_dir)
             jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
             jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
+            # JAX derives XLA's GPU autotune-cache folder from the cache's path and hashes it into
+            # every key (jax/_src/compiler.py, get_compile_options; cache_key.py does not clear it):
+            # the same program under another path missed, so `make warm`'s cache, read through a
+            # student's own folder on a hub (demos.engine.env.layer_shared), was never hit. Without
+            # that sub-cache a key is the program's, wherever the cache lies; the executable cache
+            # itself is untouched (the sub-cache is read only on a miss, when XLA autotunes again).
+            jax.config.update("jax_persistent_cache_enable_xla_caches", "none")
         except Exception:  # older/newer JAX without these options
             pass
     return jax

@@ -190,22 +190,106 @@ def _writable(path: Path) -> bool:
 
 
 def temporary_root() -> Path:
-    """This machine's cache folder when CACHE_ROOT cannot be written: in the system's temporary
-    folder, kept by no one, and still one per fingerprint (torch's own default,
-    ``/tmp/torchinductor_USER``, is shared by every ISA a process runs with)."""
+    """This machine's cache folder when neither the shared nor the user's own can be written: in
+    the system's temporary folder, kept by no one, and still one per fingerprint (torch's own
+    default, ``/tmp/torchinductor_USER``, is shared by every ISA a process runs with)."""
     import tempfile
 
     return Path(tempfile.gettempdir()) / f"jitdeck-{getattr(os, 'getuid', lambda: 'user')()}" / FINGERPRINT
 
 
-def cache_problem() -> str | None:
-    """One line when the compile-cache folder cannot be written (None when it can)."""
+def own_root() -> Path:
+    """This user's own cache folder, for a shared ``.cache/`` that cannot be written (a hub's
+    read-only image): DEMOS_USER_CACHE_DIR, else $XDG_CACHE_HOME/jit-deck, else ~/.cache/jit-deck;
+    one folder per machine fingerprint, as the shared one."""
+    base = at_import("DEMOS_USER_CACHE_DIR") or Path(at_import("XDG_CACHE_HOME") or "~/.cache") / "jit-deck"
+    return Path(base).expanduser() / FINGERPRINT
+
+
+# The compile caches a user's own folder reads from the shared one (`make warm`'s), file by file.
+LAYERED = ("inductor", "jax")
+_LAYER_STAMP = ".layered.json"
+
+
+def layer_shared(shared: Path, own: Path) -> int:
+    """Make the shared (read-only) warm caches readable through ``own``: every folder of
+    ``shared/inductor`` and ``shared/jax`` made in ``own``, every file linked (a symbolic link to
+    the shared file), so torch and JAX, pointed at ``own``, find every warm entry and write each
+    new compile into ``own`` alone. Inductor and JAX write a cache file by creating it (a
+    temporary file renamed over the path, or only where none exists), never by opening an
+    existing one for writing, so a link is replaced, never written through. Links whose shared
+    file is gone are removed. Done again only when the shared folder's warm marker changed (a
+    stamp in ``own``). Returns the links made."""
+    import json
+
+    marker = shared / "warm.json"
+    try:
+        mark = f"{shared}|{marker.stat().st_mtime_ns}" if marker.exists() else f"{shared}|unwarmed"
+    except OSError:
+        return 0
+    stamp = own / _LAYER_STAMP
+    try:
+        if json.loads(stamp.read_text()).get("from") == mark:
+            return 0
+    except (OSError, ValueError):
+        pass
+    made = 0
+    for sub in LAYERED:
+        top = shared / sub
+        if not top.is_dir():
+            continue
+        for dirpath, dirnames, filenames in os.walk(top):
+            here = Path(dirpath)
+            if here == top:  # Inductor's lock files and its build folders are no one's to share
+                dirnames[:] = [d for d in dirnames if d != "locks" and not d.startswith("tmp")]
+            mine = own / here.relative_to(shared)
+            mine.mkdir(parents=True, exist_ok=True)
+            for name in filenames:
+                link = mine / name
+                if not os.path.lexists(link):
+                    os.symlink(here / name, link)
+                    made += 1
+        for dirpath, _dirs, filenames in os.walk(own / sub):  # shared entries removed since
+            for name in filenames:
+                link = Path(dirpath) / name
+                if link.is_symlink() and not link.exists():
+                    link.unlink()
+    stamp.write_text(json.dumps({"from": mark, "links": made}))
+    return made
+
+
+def compile_root() -> Path | None:
+    """Where this process's compile caches are written: the shared CACHE_ROOT where it can be
+    written (a checkout), else this user's own folder layered over it (:func:`layer_shared`: the
+    warm entries read from the shared folder, new compiles written here), else a temporary folder;
+    None when not even that can be written."""
     if _writable(CACHE_ROOT):
+        return CACHE_ROOT
+    own = own_root()
+    if _writable(own):
+        try:
+            layer_shared(CACHE_ROOT, own)
+        except OSError:
+            pass  # a partial layer still works: what is not linked is compiled again, into own
+        return own
+    return temporary_root() if _writable(temporary_root()) else None
+
+
+def cache_problem(shared: bool = False) -> str | None:
+    """One line when no compile-cache folder a warm cache reaches can be written (None when the
+    shared one can, or this user's own folder layered over it). ``shared``: when the shared one,
+    which `make warm` fills, cannot be written."""
+    if shared:
+        return None if _writable(CACHE_ROOT) else (
+            f"`make warm` fills the shared compile-cache folder {CACHE_ROOT}, which cannot be written here "
+            "(a read-only image: warm it where the image is built, or set DEMOS_CACHE_DIR to a writable folder)")
+    if _writable(CACHE_ROOT) or _writable(own_root()):
         return None
     where = (f"a temporary folder of this machine's ({temporary_root()})" if _writable(temporary_root())
              else "their own temporary caches")
-    return (f"the compile-cache folder {CACHE_ROOT} is not writable, so torch and JAX compile into {where}, "
-            "which `make warm` cannot fill (set DEMOS_CACHE_DIR to a writable folder)")
+    return (f"neither the compile-cache folder {CACHE_ROOT} nor this user's own ({own_root()}) can be written, "
+            f"so torch and JAX compile into {where}, which `make warm` cannot fill (set DEMOS_USER_CACHE_DIR "
+            "to a writable folder)")
 
 
 def configure_environment() -> None:
@@ -222,14 +306,15 @@ def configure_environment() -> None:
 
     steady_allocator()
     # Persistent compile caches inside the project, so `make warm` warms what the deck uses: this
-    # machine's folder (where it cannot be written, one in the system's temporary folder, still
-    # this machine's). Triton's cache is inside Inductor's unless TRITON_CACHE_DIR is set. A child
-    # of a demos process inherits the folders its parent chose (DEMOS_CACHES_FOR names whose they
-    # are); a child of another fingerprint (`check --as avx2`) takes its own, or it would run code
-    # compiled for another ISA. Folders a user set are kept.
-    root = next((r for r in (CACHE_ROOT, temporary_root()) if _writable(r)), None)
+    # machine's folder; where it cannot be written (a hub's read-only image), this user's own
+    # folder, which reads the shared folder's warm entries (compile_root); else one in the system's
+    # temporary folder, still this machine's. Triton's cache is inside Inductor's unless
+    # TRITON_CACHE_DIR is set. A child of a demos process inherits the folders its parent chose
+    # (DEMOS_CACHES_FOR names whose they are); a child of another fingerprint (`check --as avx2`)
+    # takes its own, or it would run code compiled for another ISA. Folders a user set are kept.
+    inherited = at_import("DEMOS_CACHES_FOR")
+    root = compile_root()
     if root is not None:
-        inherited = at_import("DEMOS_CACHES_FOR")
         for var, folder in (("TORCHINDUCTOR_CACHE_DIR", "inductor"), ("DEMOS_JAX_CACHE_DIR", "jax")):
             if inherited and inherited != FINGERPRINT:
                 os.environ[var] = str(root / folder)

@@ -349,7 +349,12 @@ class Conditions:
         return not (self.cores_busy or self.gpu_busy)
 
     def stamp(self) -> str:
+        """The thread policy a figure's stamp names, and, where others took the cores while it
+        measured, that they did (the figure says so on its own, a slide or an export away from
+        its status line)."""
         return (f"{self.threads} of {self.cores} threads ({self.policy})"
+                + (f" · ⚠ cores shared: other processes used {self.others_during:.1f} of {self.cores} while "
+                   "it measured" if self.cores_busy else "")
                 + (f" · allocator: {self.allocator}" if self.allocator != "steady" else "")
                 + (f" · {self.gpu}" if self.gpu else ""))
 

@@ -154,6 +154,9 @@ SETTINGS: dict[str, Setting] = {s.name: s for s in (
     Setting("DEMOS_DEBUG", "1/0, true/false, yes/no", _flag, False, help="print tracebacks behind one-line errors"),
     Setting("DEMOS_PRESENT_QUIET", "1/0, true/false, yes/no", _flag, False, help="no server log from make present"),
     Setting("DEMOS_CACHE_DIR", "a folder (not a file)", _folder, help="where compile caches live (.cache/)"),
+    Setting("DEMOS_USER_CACHE_DIR", "a folder (not a file)", _folder,
+            help="this user's own compile caches where the shared .cache/ is read-only (a hub's image): "
+                 "default $XDG_CACHE_HOME/jit-deck, else ~/.cache/jit-deck"),
     Setting("DEMOS_CACHES_FOR", "a machine fingerprint", _text,
             help="set by the deck: whose compile caches TORCHINDUCTOR_CACHE_DIR and DEMOS_JAX_CACHE_DIR name"),
     Setting("DEMOS_WARMED_DIR", "a folder (not a file)", _folder, help="where `make warm` stores the results the warmed panels open on"),
@@ -190,6 +193,7 @@ SETTINGS: dict[str, Setting] = {s.name: s for s in (
             help="caps MKL's ISA; part of the compile caches' fingerprint"),
     Setting("TORCHINDUCTOR_CPP_MARCH", "a -march value, e.g. haswell", _text,
             help="the -march Inductor compiles its C++ with (default native); part of the caches' fingerprint"),
+    Setting("XDG_CACHE_HOME", "a folder", _text, help="where a user's caches go (default ~/.cache)"),
     Setting("DISPLAY", "an X display", _text, help="make present opens a browser only with a display"),
     Setting("WAYLAND_DISPLAY", "a Wayland display", _text, help="make present opens a browser only with a display"),
 )}

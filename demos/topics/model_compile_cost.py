@@ -15,7 +15,7 @@ from typing import Any, Iterator
 from demos.engine import model_zoo as zoo
 from demos.engine.devices import device_kind, require_torch, torch_device
 from demos.engine.errors import one_line
-from demos.engine.env import CACHE_ROOT, cache_problem, temporary_root
+from demos.engine.env import compile_root, temporary_root
 from demos.engine.measurement import Run
 from demos.introspection.hooks import cache_folder
 from demos.topics.model_figures import STANCES
@@ -39,7 +39,7 @@ def cache_of(cfg: zoo.Config, form: str) -> Path:
     """The cache folder of one form at one size: each form has its own, so no form reuses a kernel
     another built (in this machine's folder of the project's .cache/, or of the system's temporary
     folder where that cannot be written)."""
-    root = CACHE_ROOT if cache_problem() is None else temporary_root()
+    root = compile_root() or temporary_root()
     size = f"{torch_device()}-{cfg.layers}x{cfg.width}-{cfg.batch}x{cfg.seq}-{cfg.dtype}"
     return root / "compile-cost" / size / form
 

@@ -1,0 +1,43 @@
+# jupyterhub_config.py: serving the deck to a class from a JupyterHub (docs/course.md).
+#
+# Add your authenticator and spawner (the course's own: OAuth, LTI, KubeSpawner, ...) after this
+# file, or load it first with `c.JupyterHub.config_file`-style includes. tests/test_hub.py starts a
+# real hub from this very file, adding only a test authenticator (DummyAuthenticator), a spawner
+# that runs every student on this machine (SimpleLocalProcessSpawner), loopback ports and the paths
+# of its checkout.
+import os
+
+c = get_config()  # noqa: F821 (JupyterHub's config loader defines it)
+
+# The repository as the image holds it (repo2docker copies it to the image's REPO_DIR). It may be
+# read-only: every student reads the slides and the warm compile caches in it, and writes nothing
+# there.
+DECK = os.environ.get("JIT_DECK_DIR", "/srv/jit-deck")
+
+# Each student's server opens the deck's folder on part 1's slideshow.
+c.Spawner.notebook_dir = DECK
+c.Spawner.default_url = "/rise/slides/01_eager_mode.ipynb"
+
+c.Spawner.environment = {
+    # every kernel preloads the deck as it starts, so a student's first Shift+Enter pays no import
+    "PYTHONSTARTUP": os.path.join(DECK, "demos", "topics", "_kernel_startup.py"),
+    # The warm compile caches are DECK/.cache/ (what `python -m demos warm` filled in the image);
+    # set DEMOS_CACHE_DIR where they lie elsewhere. Where that folder cannot be written, each
+    # student compiles into a folder of their own, ~/.cache/jit-deck/ (DEMOS_USER_CACHE_DIR moves
+    # it), which reads every warm entry of the shared one.
+}
+
+c.Spawner.args = [
+    # jupyterlab_rise points MathJax at a CDN by default: a class on a closed network loads nothing
+    # remote (JupyterLab typesets the slides' math itself)
+    "--ServerApp.tornado_settings={'mathjax_url': '/static/nonexistent-mathjax.js'}",
+    # a slide a student saves from JupyterLab is stored without outputs
+    "--FileContentsManager.pre_save_hook=demos.deck.nbtools.pre_save_hook",
+]
+
+# Per student, from the sizing table in docs/course.md: a kernel that runs every part peaks under
+# 2 GiB; part 7 starts worker processes. Spawners that enforce limits (KubeSpawner,
+# SystemdSpawner, DockerSpawner) read these; the local spawners ignore them.
+c.Spawner.mem_limit = "3G"
+c.Spawner.cpu_limit = 1.0
+c.Spawner.cpu_guarantee = 1.0
