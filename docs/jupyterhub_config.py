@@ -33,11 +33,17 @@ c.Spawner.args = [
     "--ServerApp.tornado_settings={'mathjax_url': '/static/nonexistent-mathjax.js'}",
     # a slide a student saves from JupyterLab is stored without outputs
     "--FileContentsManager.pre_save_hook=demos.deck.nbtools.pre_save_hook",
+    # a kernel keeps what it measured: each part's kernel, left running in a tab, holds 0.5-1 GiB
+    # (docs/course.md); one idle for 30 minutes is shut down, tab open or not
+    "--MappingKernelManager.cull_idle_timeout=1800",
+    "--MappingKernelManager.cull_connected=True",
 ]
 
-# Per student, from the sizing table in docs/course.md: a kernel that runs every part peaks under
-# 2 GiB; part 7 starts worker processes. Spawners that enforce limits (KubeSpawner,
-# SystemdSpawner, DockerSpawner) read these; the local spawners ignore them.
+# Per student, from the sizing table in docs/course.md: the server and one part's kernel peak at
+# 1.3 GiB from warm caches and 2.0 GiB from cold ones; a class running a cell at once needs about
+# half a core each. Spawners that enforce these (KubeSpawner, SystemdSpawner, DockerSpawner) read
+# them; the local spawners ignore them.
+c.Spawner.mem_guarantee = "1.5G"
 c.Spawner.mem_limit = "3G"
-c.Spawner.cpu_limit = 1.0
-c.Spawner.cpu_guarantee = 1.0
+c.Spawner.cpu_guarantee = 0.5
+c.Spawner.cpu_limit = 2.0

@@ -182,13 +182,20 @@ def test_unwritable_cache_folder_is_said_before_any_work(tmp_path):
     blocker = tmp_path / "a-file"
     blocker.write_text("not a folder")
     env = {"DEMOS_CACHE_DIR": str(blocker / "cache")}
-    r = run("-m", "demos", "warm", env=env)
+    r = run("-m", "demos", "warm", env=env)  # warm fills the shared folder: refused, whatever else is writable
     assert r.returncode == 2 and "not writable" in r.stderr and "warmed" not in r.stdout, (r.stdout, r.stderr)
     assert len(r.stderr.strip().splitlines()) == 1
-    r = run("-m", "demos.deck.present", "--cache-status", env=env)
-    assert r.returncode == 1 and "cannot be kept" in r.stdout and "not writable" in r.stdout
     r = run("-m", "demos.deck.present", "--mark-warm", env=env)
     assert r.returncode == 2 and "cannot write the warm marker" in r.stderr and "Traceback" not in r.stderr
+    # a read-only shared folder: this user's own folder takes the new compiles, and the status says where
+    own = tmp_path / "own"
+    r = run("-m", "demos.deck.present", "--cache-status", env={**env, "DEMOS_USER_CACHE_DIR": str(own)})
+    assert r.returncode == 1 and "cold" in r.stdout and f"new compiles go to {own}/" in r.stdout, r.stdout
+    assert len(r.stdout.strip().splitlines()) == 1
+    # neither writable: the caches cannot be kept
+    env["DEMOS_USER_CACHE_DIR"] = str(blocker / "own")
+    r = run("-m", "demos.deck.present", "--cache-status", env=env)
+    assert r.returncode == 1 and "cannot be kept" in r.stdout and "not writable" in r.stdout, r.stdout
 
 
 def test_a_change_of_demos_device_in_the_process_is_followed(monkeypatch):

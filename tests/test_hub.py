@@ -187,6 +187,9 @@ def test_two_students_on_one_hub_share_cores_not_files(tmp_path):
         bad = [line for line in log.splitlines() if line.startswith("[E ") or "Traceback" in line
                or "Read-only file system" in line or "Permission denied" in line]
         assert not bad, "\n".join(bad[:20])
+        # the course's kernel culling took effect in each student's server (jupyter_server logs it)
+        assert log.count("Culling kernels with idle durations > 1800 seconds") == len(STUDENTS), log[-3000:]
+        assert log.count("Culling kernels even with connected clients") == len(STUDENTS)
     finally:
         hub.stop(h)
         (shots / "hub.log").write_text(h.log_text())

@@ -149,6 +149,7 @@ def _bad_settings(tmp_path) -> dict[str, list[str]]:
         "DEMOS_DEBUG": ["verbose"],
         "DEMOS_PRESENT_QUIET": ["quiet"],
         "DEMOS_CACHE_DIR": [str(a_file)],
+        "DEMOS_USER_CACHE_DIR": [str(a_file)],
         "DEMOS_WARMED_DIR": [str(a_file)],
         "DEMOS_JAX_CACHE_DIR": [str(a_file)],
         "DEMOS_BUILD_DIR": [str(a_file)],
@@ -162,7 +163,7 @@ def _bad_settings(tmp_path) -> dict[str, list[str]]:
         "PART": ["abc", "99", "1.5"],
         # other programs' variables: any text is a value (each is judged where it is used: a CXX not on
         # PATH is a backend `info` reports, a short JUPYTER_TOKEN is refused by `make present`)
-        "CXX": [], "JUPYTER_TOKEN": [], "XLA_PYTHON_CLIENT_PREALLOCATE": [], "XLA_FLAGS": [], "DISPLAY": [], "WAYLAND_DISPLAY": [],
+        "CXX": [], "JUPYTER_TOKEN": [], "XLA_PYTHON_CLIENT_PREALLOCATE": [], "XLA_FLAGS": [], "DISPLAY": [], "WAYLAND_DISPLAY": [], "XDG_CACHE_HOME": [],
         # torch's, oneDNN's, MKL's and Inductor's own ISA caps (each program judges its value), and the
         # fingerprint the deck itself passes to its children: any text, part of the caches' fingerprint
         "ATEN_CPU_CAPABILITY": [], "ONEDNN_MAX_CPU_ISA": [], "MKL_ENABLE_INSTRUCTIONS": [], "TORCHINDUCTOR_CPP_MARCH": [],

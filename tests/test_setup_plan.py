@@ -131,6 +131,43 @@ def test_postbuild_installs_the_deck_into_a_fresh_environment(tmp_path):
     assert r.stdout.splitlines() == [str(ROOT / "demos" / "__init__.py"), "Linux x86_64, no NVIDIA GPU"]
 
 
+def test_repo2docker_builds_a_hub_image_from_environment_yml_then_postbuild():
+    """What repo2docker (a BinderHub, or a hub image built from this repository) makes of it,
+    read from the Dockerfile its --no-build --debug prints (no Docker needed): a conda environment
+    for Python 3.11 from environment.yml, the repository copied in (owned by the student's user,
+    so a course makes it read-only: docs/course.md), then postBuild; no other specification file."""
+    exe = Path(sys.executable).with_name("jupyter-repo2docker")
+    r = subprocess.run([str(exe), "--no-build", "--debug", "--user-id", "1000", "--user-name", "jovyan", str(ROOT)],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
+    out = r.stdout + r.stderr
+    assert "Building conda environment for python=3.11" in out
+    assert '--file "environment.yml"' in out and "COPY --chown=1000:1000 src/environment.yml" in out
+    assert "COPY --chown=1000:1000 src/ ${REPO_DIR}/" in out
+    assert out.index("src/ ${REPO_DIR}/") < out.index("RUN ./postBuild")
+    for other in ("requirements.txt", "apt.txt", "runtime.txt", "install.R", "Project.toml", "setup.py"):
+        assert other not in out, other
+
+
+def test_course_md_gives_the_hub_config_the_hub_test_loads(monkeypatch):
+    """docs/course.md quotes docs/jupyterhub_config.py whole (the file tests/test_hub.py starts a
+    real hub from), and the file loads as JupyterHub loads it: the students' servers open part 1's
+    slideshow from the deck's folder, each kernel preloads the deck, a saved slide is stored clean."""
+    from traitlets.config import Config
+
+    monkeypatch.delenv("JIT_DECK_DIR", raising=False)
+    text = (ROOT / "docs" / "jupyterhub_config.py").read_text()
+    assert "```python\n" + text.rstrip("\n") + "\n```" in (ROOT / "docs" / "course.md").read_text()
+    c = Config()
+    exec(compile(text, "jupyterhub_config.py", "exec"), {"get_config": lambda: c, "__name__": "config"})
+    assert c.Spawner.notebook_dir == "/srv/jit-deck"
+    assert c.Spawner.default_url == "/rise/slides/01_eager_mode.ipynb"
+    assert (ROOT / c.Spawner.default_url.removeprefix("/rise/")).exists()
+    assert c.Spawner.environment["PYTHONSTARTUP"] == "/srv/jit-deck/demos/topics/_kernel_startup.py"
+    assert (ROOT / "demos" / "topics" / "_kernel_startup.py").exists()
+    assert "--FileContentsManager.pre_save_hook=demos.deck.nbtools.pre_save_hook" in c.Spawner.args
+
+
 def test_where_make_is_absent_the_entry_point_plans_and_presents():
     """Windows without make: `jit-deck plan` and `jit-deck present` do what the make targets do."""
     exe = Path(sys.executable).with_name("jit-deck")

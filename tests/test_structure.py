@@ -3,7 +3,9 @@
 - no import circle anywhere in ``demos/``, counting imports inside functions;
 - imports run one way, down the layers: topics → deck → introspection → engine
   (``demos/__init__.py``, ``demos/cli.py`` and ``demos/__main__.py`` are the top and may import anything);
-- every environment read goes through ``demos/engine/settings.py``, the one parser.
+- every environment read goes through ``demos/engine/settings.py``, the one parser;
+- in topics and introspection, every clock goes through the engine's timers (``Run``,
+  ``demos.engine.timing``) and every torch → NumPy conversion through ``demos.engine.convert``.
 """
 from __future__ import annotations
 
@@ -273,3 +275,108 @@ def test_modules_stay_readable_sizes():
         if lines > limit:
             too_long.append(f"{name}: {lines} lines (at most {limit}{' for a lesson' if lesson else ''})")
     assert not too_long, too_long
+
+
+# ------------------------------------------------------------------------------------------
+# One timing path: topics and introspection time through Run / demos.engine.timing and convert
+# through demos.engine.convert
+# ------------------------------------------------------------------------------------------
+TIMED_PACKAGES = ("topics", "introspection")
+_CLOCKS = ("perf_counter", "perf_counter_ns")
+TIME_WITH = ("time it through Run (run.timed, run.time, run.first_call) or demos.engine.timing "
+             "(first_call, measure, Stopwatch for a block)")
+CONVERT_WITH = "convert with demos.engine.convert.to_numpy (to_jax for JAX)"
+
+# The clocks that measure nothing a figure or claim shows, each with its reason (file:function).
+CLOCKS_ALLOWED = {
+    "demos/topics/__init__.py:preload": "the presenter's kernel start-up, printed as it starts: no figure or claim",
+    "demos/topics/recompilation_panel.py:LivePanel.sweep": "paces the panel's redraws mid-sweep: a UI throttle",
+    "demos/introspection/inspector.py:run_isolated": "wall time of a worker call, whose own timings the report holds",
+}
+
+
+def _qualnames(tree: ast.AST) -> dict[ast.AST, str]:
+    """Every node -> the dotted name of the class and function definitions around it ("" at module level)."""
+    names: dict[ast.AST, str] = {}
+
+    def visit(node: ast.AST, where: str) -> None:
+        for child in ast.iter_child_nodes(node):
+            inner = where
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                inner = f"{where}.{child.name}" if where else child.name
+            names[child] = inner
+            visit(child, inner)
+
+    visit(tree, "")
+    return names
+
+
+def _receivers(call: ast.Call) -> list[str]:
+    """The methods called before ``call``'s in a chain: ``x.detach().cpu().numpy()`` -> [cpu, detach]."""
+    out = []
+    node = call.func.value if isinstance(call.func, ast.Attribute) else None
+    while isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+        out.append(node.func.attr)
+        node = node.func.value
+    return out
+
+
+def timing_violations(source: str) -> list[tuple[int, str, str]]:
+    """(line, enclosing function, what) for every clock read by hand (``time.perf_counter``, called
+    or not, ``from time import perf_counter``) and every ``….cpu()….numpy()`` chain in ``source``."""
+    tree = ast.parse(source)
+    where = _qualnames(tree)
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module == "time":
+            found += [(node.lineno, where[node], f"from time import {a.name}") for a in node.names if a.name in _CLOCKS]
+        elif isinstance(node, ast.Attribute) and node.attr in _CLOCKS:
+            found.append((node.lineno, where[node], f"….{node.attr}"))
+        elif isinstance(node, ast.Name) and node.id in _CLOCKS:
+            found.append((node.lineno, where[node], node.id))
+        elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "numpy"
+              and "cpu" in _receivers(node)):
+            found.append((node.lineno, where[node], ".cpu().numpy()"))
+    return sorted(found)
+
+
+def test_the_timing_detector():
+    found = timing_violations(
+        "import time\n"
+        "from time import perf_counter\n"                     # 2
+        "def f(x):\n"
+        "    t0 = time.perf_counter()\n"                      # 4
+        "    clock = time.perf_counter\n"                     # 5
+        "    a = x.detach().cpu().numpy()\n"                  # 6
+        "    b = x.float().cpu().numpy()\n"                   # 7
+        "    c = x.cpu().detach().numpy()\n"                  # 8
+        "    d = x.numpy()\n"                                 # a CPU tensor's view: not a chain through .cpu()
+        "    e = time.monotonic()\n"
+        "    return perf_counter() - t0\n"                    # 11
+        "class P:\n"
+        "    def g(self):\n"
+        "        return time.perf_counter_ns()\n")            # 14
+    assert [(line, fn) for line, fn, _ in found] == [(2, ""), (4, "f"), (5, "f"), (6, "f"), (7, "f"), (8, "f"),
+                                                     (11, "f"), (14, "P.g")], found
+
+
+def test_topics_and_introspection_time_and_convert_through_the_engine():
+    """A clock read by hand in a topic or an introspection module is a second timing path (no
+    synchronisation, no first call apart, no p10–p90): it goes through the engine's helpers, or is
+    in CLOCKS_ALLOWED with the reason it measures nothing shown. A torch tensor becomes NumPy
+    through demos.engine.convert, once."""
+    found, used = [], set()
+    for package in TIMED_PACKAGES:
+        for path in sorted((ROOT / "demos" / package).glob("*.py")):
+            rel = path.relative_to(ROOT).as_posix()
+            for line, fn, what in timing_violations(path.read_text()):
+                if what == ".cpu().numpy()":
+                    found.append(f"{rel}:{line} ({fn or 'module'}): {what} — {CONVERT_WITH}")
+                elif f"{rel}:{fn}" in CLOCKS_ALLOWED:
+                    used.add(f"{rel}:{fn}")
+                else:
+                    found.append(f"{rel}:{line} ({fn or 'module'}): {what} — {TIME_WITH}, "
+                                 "or add it to CLOCKS_ALLOWED with the reason it measures nothing shown")
+    assert not found, "a second timing or conversion path:\n" + "\n".join(found)
+    stale = sorted(set(CLOCKS_ALLOWED) - used)
+    assert not stale, f"CLOCKS_ALLOWED names functions that read no clock now (remove them): {stale}"

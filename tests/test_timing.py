@@ -2,7 +2,7 @@ import time
 
 import pytest
 
-from demos.engine.timing import Timing, first_call, fmt_seconds, measure, quantile, timing_overhead
+from demos.engine.timing import Stopwatch, Timing, first_call, fmt_seconds, measure, quantile, timing_overhead
 
 
 @pytest.mark.timing
@@ -64,3 +64,19 @@ def test_quantiles_and_format():
     assert quantile(xs, 0.1) == pytest.approx(1.9)
     assert fmt_seconds(2.5e-6) == "2.5 µs" and fmt_seconds(0.0125) == "12.50 ms"
     assert Timing(1.0, 0.5, 2.0, 3).spread == 1.5
+
+
+@pytest.mark.timing
+def test_a_stopwatch_times_its_block_an_exception_included_and_adds_up_each_entry():
+    watch = Stopwatch()
+    with pytest.raises(RuntimeError), watch:
+        time.sleep(0.01)
+        raise RuntimeError("stopped early")
+    first = watch.seconds
+    assert 0.01 <= first < 0.5
+    time.sleep(0.02)
+    assert watch.seconds == first  # stopped when the block was left
+    with watch:
+        time.sleep(0.01)
+        assert watch.seconds >= first + 0.01  # read inside: the seconds so far
+    assert first + 0.01 <= watch.seconds < first + 0.5

@@ -35,7 +35,7 @@ from demos.engine.errors import DemoError
 
 COURSE_CONFIG = PROJECT_ROOT / "docs" / "jupyterhub_config.py"
 PROXY = PROJECT_ROOT / "node_modules" / ".bin" / "configurable-http-proxy"
-PASSWORD = "jit-deck-class"   # DummyAuthenticator's one password for every student of the test hub
+PASSWORD = "jit-deck-class"   # any password logs in to DummyAuthenticator; the students type this one
 _MOUNT = ('for p in "$@"; do [ "$p" = -- ] && break; mount --bind "$p" "$p" && mount -o remount,bind,ro "$p" '
           '|| exit 97; done; while [ "$1" != -- ]; do shift; done; shift; exec "$@"')
 
@@ -119,7 +119,6 @@ def test_config(workdir: Path, users: tuple[str, ...], port: int, token: str,
     return f"""
 # -- added by demos.deck.hub for a hub on this machine (not for a course) ---------------------
 c.JupyterHub.authenticator_class = "dummy"
-c.DummyAuthenticator.password = {PASSWORD!r}
 c.Authenticator.allowed_users = {set(users)!r}
 c.JupyterHub.spawner_class = "simple"
 c.SimpleLocalProcessSpawner.home_dir_template = {str(workdir / "home" / "{username}")!r}
@@ -163,6 +162,8 @@ def start(workdir: Path, users: tuple[str, ...] = ("alice", "bob"), shared_cache
     if not hub_bin.exists():
         raise DemoError("jupyterhub is not installed in this Python: pip install -e '.[dev]'")
     workdir.mkdir(parents=True, exist_ok=True)
+    if shared_cache is not None:
+        shared_cache.mkdir(parents=True, exist_ok=True)
     for u in users:
         (workdir / "home" / u).mkdir(parents=True, exist_ok=True)
     port, token = free_port(), secrets.token_hex(24)

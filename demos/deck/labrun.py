@@ -65,11 +65,11 @@ def _cells(page) -> list[dict[str, Any]]:
 
 
 def _only_the_notebook(page) -> None:
-    """A part opened in JupyterLab also opens its RISE preview beside it (the deck's notebooks ask
-    RISE to start at once), whose full-screen request is a dialog: cancel it and close the
-    preview, leaving the notebook a student runs."""
+    """A part opened in JupyterLab may open a RISE preview beside it (a notebook whose RISE
+    settings autolaunch: the deck's do not), whose full-screen request is a dialog: cancel it and
+    close the preview, leaving the notebook a student runs."""
     try:
-        page.locator(".jp-Dialog button", has_text="Cancel").first.click(timeout=15_000)
+        page.locator(".jp-Dialog button", has_text="Cancel").first.click(timeout=3_000)
     except Exception:  # playwright's TimeoutError: no dialog came
         pass
     try:  # JupyterLab's question about its news, over the cells' bottom right: "No"

@@ -30,7 +30,11 @@ RISE_SETTINGS: dict[str, Any] = {
     "slideNumber": "c/t",
     "progress": True,
     "center": False,
-    "autolaunch": True,
+    # False: jupyterlab_rise's autolaunch acts only in JupyterLab, where opening a part saves it
+    # first (a "File Save Error" on a hub's read-only repository), opens a preview beside it and
+    # asks for full screen; the slideshow page (rise/<path>, `make present`) opens as a slideshow
+    # either way
+    "autolaunch": False,
 }
 
 

@@ -214,10 +214,18 @@ def mark_warm(marker: Path = WARM_MARKER, root: Path = PROJECT_ROOT) -> Path:
 
 
 def cache_status(marker: Path = WARM_MARKER, root: Path = PROJECT_ROOT) -> tuple[bool, str]:
-    """(warm?, one line for the lecturer)."""
+    """(warm?, one line for the lecturer). Where the shared folder is not writable (a hub's
+    read-only image), the line also says where this user's new compiles go."""
     problem = cache_problem()
     if problem:
         return False, f"compile caches cannot be kept: {problem}"
+    own = compile_root() if cache_problem(shared=True) else None
+    mine = f"; {CACHE_ROOT} is not writable here, so new compiles go to {own}" if own is not None else ""
+    warm, line = _warmth(marker, root)
+    return warm, line + mine
+
+
+def _warmth(marker: Path, root: Path) -> tuple[bool, str]:
     base = marker.parent.parent  # .cache/: one folder per machine fingerprint, the marker in each
     if not marker.exists():
         others = other_fingerprints(base)
@@ -242,9 +250,7 @@ def cache_status(marker: Path = WARM_MARKER, root: Path = PROJECT_ROOT) -> tuple
     caches = [CACHE_ROOT / "inductor", CACHE_ROOT / "jax"]
     if not any(p.exists() and any(p.iterdir()) for p in caches):
         return False, "compile caches are cold (.cache/ is empty)"
-    own = compile_root() if cache_problem(shared=True) else None  # a hub's read-only image: the student's own
-    mine = f"; read-only here, so new compiles go to {own}" if own is not None else ""
-    return True, f"compile caches warm (since {data.get('warmed_at', '?')}){mine}"
+    return True, f"compile caches warm (since {data.get('warmed_at', '?')})"
 
 
 def cold_notice() -> str | None:

@@ -281,13 +281,13 @@ def cache_problem(shared: bool = False) -> str | None:
     which `make warm` fills, cannot be written."""
     if shared:
         return None if _writable(CACHE_ROOT) else (
-            f"`make warm` fills the shared compile-cache folder {CACHE_ROOT}, which cannot be written here "
+            f"`make warm` fills the shared compile-cache folder {CACHE_ROOT}, which is not writable here "
             "(a read-only image: warm it where the image is built, or set DEMOS_CACHE_DIR to a writable folder)")
     if _writable(CACHE_ROOT) or _writable(own_root()):
         return None
     where = (f"a temporary folder of this machine's ({temporary_root()})" if _writable(temporary_root())
              else "their own temporary caches")
-    return (f"neither the compile-cache folder {CACHE_ROOT} nor this user's own ({own_root()}) can be written, "
+    return (f"the compile-cache folder {CACHE_ROOT} is not writable, nor is this user's own ({own_root()}), "
             f"so torch and JAX compile into {where}, which `make warm` cannot fill (set DEMOS_USER_CACHE_DIR "
             "to a writable folder)")
 

@@ -141,6 +141,34 @@ def first_call(fn: Callable[[], Any], sync: Callable[[Any], None] = no_sync) -> 
     return _clock() - t0, out
 
 
+class Stopwatch:
+    """Wall seconds of a block that is no single call (:func:`first_call` times one call): a loop
+    that may stop early, the work inside a hook, a whole inspection.
+
+    ``with Stopwatch() as watch: ...``; ``watch.seconds`` reads the seconds so far inside the block
+    and the block's seconds once it is left, an exception included. Entered again, it adds the new
+    block's seconds to the old (a backend timing every compile it is handed). Nothing is
+    synchronised for the block: one whose work may still be queued on a device ends with its sync
+    (``sync_output(out)``) inside the block."""
+
+    def __init__(self) -> None:
+        self._done = 0.0
+        self._t0: float | None = None
+
+    def __enter__(self) -> "Stopwatch":
+        self._t0 = _clock()
+        return self
+
+    def __exit__(self, *_exc: Any) -> None:
+        if self._t0 is not None:
+            self._done += _clock() - self._t0
+            self._t0 = None
+
+    @property
+    def seconds(self) -> float:
+        return self._done + (_clock() - self._t0 if self._t0 is not None else 0.0)
+
+
 def _calibrate(fn: Callable[[], Any], sync: Callable[[Any], None], warmup: int, min_sample_s: float) -> tuple[float, int]:
     """Warm up, then time one call to choose how many calls a sample batches (so the clock's
     resolution and the loop do not dominate). Returns (seconds of one call, calls per sample)."""

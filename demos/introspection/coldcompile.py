@@ -22,7 +22,6 @@ import json
 import os
 import sys
 import tempfile
-import time
 from typing import Any, Callable
 
 from demos.engine.devices import require_jax, require_torch
@@ -81,19 +80,14 @@ def _jax(w, spec: dict[str, Any]) -> dict[str, Any]:
     te = timed(eager.fn, eager.sync, budget_s=spec["budget_s"])
     args = eager.args
     jf = jax.jit(w.jax_fn)
-    t0 = time.perf_counter()
-    lowered = jf.lower(*args)
-    t1 = time.perf_counter()
-    compiled = lowered.compile()
-    t2 = time.perf_counter()
-    r = compiled(*args)
-    jax.block_until_ready(r)
-    t3 = time.perf_counter()
+    lower_s, lowered = first_call(lambda: jf.lower(*args))
+    compile_s, compiled = first_call(lowered.compile)
+    run_s, _ = first_call(lambda: compiled(*args), jax.block_until_ready)
     tj = timed(lambda: compiled(*args), eager.sync, budget_s=spec["budget_s"])
-    return {"first_s": t3 - t0, "steady_s": tj.median, "steady_p10": tj.p10, "steady_p90": tj.p90,
-            "eager_s": te.median, "parts": {"trace + lower to StableHLO": t1 - t0,
-                                            "XLA compile (or cache load)": t2 - t1,
-                                            "first run": t3 - t2},
+    return {"first_s": lower_s + compile_s + run_s, "steady_s": tj.median, "steady_p10": tj.p10,
+            "steady_p90": tj.p90, "eager_s": te.median, "parts": {"trace + lower to StableHLO": lower_s,
+                                                                  "XLA compile (or cache load)": compile_s,
+                                                                  "first run": run_s},
             "params": eager.params}
 
 
@@ -112,24 +106,17 @@ def first_calls(spec: dict[str, Any]) -> dict[str, Any]:
     first; then ``torch.compile`` of relu(sin·cos + x): first call (Inductor's share timed by
     :class:`InductorBackend`), second call and steady state. Sizes ``N``, ``dtype``, ``budget_s``."""
     preloaded = "torch" in sys.modules  # False: the clock below times torch's whole import
-    t0 = time.perf_counter()
-    torch = require_torch()
-    import_s = time.perf_counter() - t0
+    import_s, torch = first_call(require_torch)
     from demos.engine.devices import torch_device
     from demos.engine.timing import sync_torch
 
     device = torch_device()
     if spec.get("threads"):
         torch.set_num_threads(int(spec["threads"]))  # the parent's policy: a busy core is left alone
-    t0 = time.perf_counter()
-    if device == "cuda":
-        torch.cuda.init()
-    context_s = time.perf_counter() - t0
+    context_s, _ = first_call(lambda: torch.cuda.init() if device == "cuda" else None)
     sync = sync_torch(device)
-    t0 = time.perf_counter()
-    x = torch.randn(int(spec["N"]), dtype=getattr(torch, spec["dtype"]), device=device)
-    sync(x)
-    input_s = time.perf_counter() - t0
+    input_s, x = first_call(lambda: torch.randn(int(spec["N"]), dtype=getattr(torch, spec["dtype"]), device=device),
+                            sync)
 
     def calls(fn) -> dict[str, Any]:
         first, _ = first_call(fn, sync)

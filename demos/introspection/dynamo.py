@@ -29,11 +29,10 @@ import io
 import json
 import logging
 import re
-import time
 from typing import Any, Callable, Iterable, Iterator, Sequence
 
 from demos.engine.devices import require_jax, require_torch
-from demos.engine.timing import first_call
+from demos.engine.timing import Stopwatch, first_call
 from demos.engine.protocol import fresh_function
 
 GUARDS = "torch._dynamo.guards.__guards"           # the guards artifact: one guard tree per compile
@@ -312,10 +311,9 @@ def explain(fn: Callable, *args: Any, in_file: str | None = None) -> dict[str, A
     from torch._dynamo.backends.debugging import ExplainWithBackend
 
     eb = ExplainWithBackend("eager")
-    t0 = time.perf_counter()
-    with prints_caught() as printed:
+    with Stopwatch() as watch, prints_caught() as printed:
         out = torch.compile(fresh_function(fn), backend=eb)(*args)
-    seconds = time.perf_counter() - t0
+    seconds = watch.seconds
     ex = eb.output()
     reasons = []
     for r in ex.break_reasons:

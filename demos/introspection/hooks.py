@@ -22,9 +22,10 @@ All are private APIs of torch (2.13 here); this is the one module that names the
 from __future__ import annotations
 
 import contextlib
-import time
 from pathlib import Path
 from typing import Any, Callable, Iterator
+
+from demos.engine.timing import Stopwatch
 
 
 @contextlib.contextmanager
@@ -71,12 +72,13 @@ def autotuned() -> Iterator[list[dict[str, Any]]]:
     select = AlgorithmSelectorCache.__call__
 
     def timed_select(self, *args: Any, **kwargs: Any):
-        before, t0 = len(found), time.perf_counter()
-        try:
-            return select(self, *args, **kwargs)
-        finally:
-            if len(found) > before:
-                found[-1]["seconds"] = time.perf_counter() - t0
+        before = len(found)
+        with Stopwatch() as watch:
+            try:
+                return select(self, *args, **kwargs)
+            finally:
+                if len(found) > before:
+                    found[-1]["seconds"] = watch.seconds
 
     savers = get_algorithm_selector_cache().feedback_saver_fns
     savers.append(saver)
@@ -146,7 +148,7 @@ class InductorBackend:
         self.on_graph = on_graph
         self.on_inner = on_inner
         self.compiles = 0
-        self.seconds = 0.0
+        self._inside = Stopwatch()  # every compile's seconds, added up
 
     def __call__(self, gm, example_inputs):
         from torch._inductor.compile_fx import compile_fx, compile_fx_inner
@@ -163,8 +165,10 @@ class InductorBackend:
                 return out
 
             kwargs["inner_compile"] = inner
-        t0 = time.perf_counter()
-        try:
+        with self._inside:
             return compile_fx(gm, example_inputs, **kwargs)
-        finally:
-            self.seconds += time.perf_counter() - t0
+
+    @property
+    def seconds(self) -> float:
+        """Seconds spent inside Inductor so far, every compile added up."""
+        return self._inside.seconds

@@ -50,6 +50,7 @@ from typing import Any, Callable, Sequence
 from demos.engine.devices import require_torch, torch_device
 from demos.engine.errors import DemoError
 from demos.engine.protocol import fresh_function
+from demos.engine.timing import Stopwatch
 from demos.introspection.inspector_inputs import (  # noqa: F401  (re-exported: the names callers know)
     BUDGET_S,
     DTYPES,
@@ -87,26 +88,27 @@ def inspect_fn(fn: Callable, *example_inputs: Any, jax_fn: Callable | None = Non
         return _inspect_jax_only(fn, list(example_inputs), sweep_dim, sweep_count, budget_s, progress)
     if not example_inputs or not all(isinstance(x, torch.Tensor) for x in example_inputs):
         raise DemoError("inspect_fn(fn, *inputs): give example inputs as torch tensors")
-    t0 = time.perf_counter()
-    xs = list(example_inputs)
-    shape = "x".join(map(str, xs[0].shape))
-    rep = Report(name=fn.__name__, inputs=", ".join(f"{'x'.join(map(str, x.shape))} {str(x.dtype)[6:]}" for x in xs),
-                 device=torch_device(), source=linecache.getlines(fn.__code__.co_filename))
-    printed = io.StringIO()  # what the function prints (once per call: it would flood the notebook)
-    with contextlib.redirect_stdout(printed):
-        rep.torch = inspect_torch(fn, xs, budget_s=budget_s, progress=progress)
-        if jax_fn is not None:
-            if progress:
-                progress(0.75, "jax.jit of the jax.numpy twin")
-            rep.jax = inspect_jax(jax_fn, jax_inputs(xs), budget_s=budget_s)
-        if sweep_dim is not None:
-            if progress:
-                progress(0.85, f"sweeping dimension {sweep_dim} from {shape}")
-            rep.sweep = sweep(fn, xs, sweep_dim, sweep_sizes(xs[0].shape[sweep_dim], sweep_count),
-                              jax_fn=jax_fn if rep.jax and not rep.jax.get("error") else None)
-    lines = printed.getvalue().splitlines()
-    rep.torch["printed"] = {"lines": len(lines), "first": lines[:3]}
-    rep.seconds = time.perf_counter() - t0
+    with Stopwatch() as watch:
+        xs = list(example_inputs)
+        shape = "x".join(map(str, xs[0].shape))
+        rep = Report(name=fn.__name__,
+                     inputs=", ".join(f"{'x'.join(map(str, x.shape))} {str(x.dtype)[6:]}" for x in xs),
+                     device=torch_device(), source=linecache.getlines(fn.__code__.co_filename))
+        printed = io.StringIO()  # what the function prints (once per call: it would flood the notebook)
+        with contextlib.redirect_stdout(printed):
+            rep.torch = inspect_torch(fn, xs, budget_s=budget_s, progress=progress)
+            if jax_fn is not None:
+                if progress:
+                    progress(0.75, "jax.jit of the jax.numpy twin")
+                rep.jax = inspect_jax(jax_fn, jax_inputs(xs), budget_s=budget_s)
+            if sweep_dim is not None:
+                if progress:
+                    progress(0.85, f"sweeping dimension {sweep_dim} from {shape}")
+                rep.sweep = sweep(fn, xs, sweep_dim, sweep_sizes(xs[0].shape[sweep_dim], sweep_count),
+                                  jax_fn=jax_fn if rep.jax and not rep.jax.get("error") else None)
+        lines = printed.getvalue().splitlines()
+        rep.torch["printed"] = {"lines": len(lines), "first": lines[:3]}
+    rep.seconds = watch.seconds
     return rep
 
 
@@ -121,25 +123,26 @@ def _inspect_jax_only(fn: Callable, xs: list, sweep_dim: int | None, sweep_count
     jax = require_jax()
     if not xs or not all(isinstance(x, (torch.Tensor, jax.Array)) for x in xs):
         raise DemoError("inspect_fn(fn, *inputs): give example inputs as torch tensors or JAX arrays")
-    t0 = time.perf_counter()
-    xs = [a for x in xs for a in (jax_inputs([x]) if isinstance(x, torch.Tensor) else [x])]
-    dtype = lambda x: str(x.dtype).replace("torch.", "")  # noqa: E731
-    rep = Report(name=fn.__name__, inputs=", ".join(f"{'x'.join(map(str, x.shape))} {dtype(x)}" for x in xs),
-                 device=f"jax {jax_backend()}", source=linecache.getlines(fn.__code__.co_filename))
-    rep.torch = {"skipped": f"no torch version: {fn.__name__} is written with JAX alone, so only jax.jit is inspected"}
-    printed = io.StringIO()
-    with contextlib.redirect_stdout(printed):
-        if progress:
-            progress(0.2, "jax.jit: tracing, compiling, timing op-by-op against jit")
-        rep.jax = inspect_jax(fn, xs, budget_s=budget_s)
-        if sweep_dim is not None and sweep_dim < len(xs[0].shape) and not rep.jax.get("error"):
+    with Stopwatch() as watch:
+        xs = [a for x in xs for a in (jax_inputs([x]) if isinstance(x, torch.Tensor) else [x])]
+        dtype = lambda x: str(x.dtype).replace("torch.", "")  # noqa: E731
+        rep = Report(name=fn.__name__, inputs=", ".join(f"{'x'.join(map(str, x.shape))} {dtype(x)}" for x in xs),
+                     device=f"jax {jax_backend()}", source=linecache.getlines(fn.__code__.co_filename))
+        rep.torch = {"skipped": f"no torch version: {fn.__name__} is written with JAX alone, "
+                                "so only jax.jit is inspected"}
+        printed = io.StringIO()
+        with contextlib.redirect_stdout(printed):
             if progress:
-                progress(0.85, f"sweeping dimension {sweep_dim}")
-            rep.sweep = {"dim": sweep_dim,
-                         "jax": jax_sweep(fn, xs, sweep_dim, sweep_sizes(xs[0].shape[sweep_dim], sweep_count))}
-    lines = printed.getvalue().splitlines()
-    rep.jax["printed"] = {"lines": len(lines), "first": lines[:3]}
-    rep.seconds = time.perf_counter() - t0
+                progress(0.2, "jax.jit: tracing, compiling, timing op-by-op against jit")
+            rep.jax = inspect_jax(fn, xs, budget_s=budget_s)
+            if sweep_dim is not None and sweep_dim < len(xs[0].shape) and not rep.jax.get("error"):
+                if progress:
+                    progress(0.85, f"sweeping dimension {sweep_dim}")
+                rep.sweep = {"dim": sweep_dim,
+                             "jax": jax_sweep(fn, xs, sweep_dim, sweep_sizes(xs[0].shape[sweep_dim], sweep_count))}
+        lines = printed.getvalue().splitlines()
+        rep.jax["printed"] = {"lines": len(lines), "first": lines[:3]}
+    rep.seconds = watch.seconds
     return rep
 
 
@@ -182,20 +185,20 @@ def warm_compiler(progress=None) -> dict[str, Any]:
     """Compile a tiny function once with each compiler, so a worker's first inspection does not pay
     Inductor's and XLA's one-time start-up (seconds) inside its compile time."""
     torch = require_torch()
-    t0 = time.perf_counter()
 
     def tiny(x):
         return torch.relu(torch.sin(x) * 2)
 
-    torch.compile(fresh_function(tiny, "warm"))(torch.ones(64))
-    from demos.engine.devices import jax_or_none
+    with Stopwatch() as watch:
+        torch.compile(fresh_function(tiny, "warm"))(torch.ones(64))
+        from demos.engine.devices import jax_or_none
 
-    jax = jax_or_none()
-    if jax is not None:
-        import jax.numpy as jnp
+        jax = jax_or_none()
+        if jax is not None:
+            import jax.numpy as jnp
 
-        jax.jit(lambda x: jnp.sin(x) * 2)(jnp.ones(64)).block_until_ready()
-    return {"seconds": time.perf_counter() - t0}
+            jax.jit(lambda x: jnp.sin(x) * 2)(jnp.ones(64)).block_until_ready()
+    return {"seconds": watch.seconds}
 
 
 def ensure_worker(worker, progress=None) -> float | None:
@@ -205,10 +208,10 @@ def ensure_worker(worker, progress=None) -> float | None:
         return None
     if progress:
         progress(0.0, "starting the worker process (torch, JAX, the compilers)…")
-    t0 = time.perf_counter()
-    worker.start()
-    _warm(worker)
-    return time.perf_counter() - t0
+    with Stopwatch() as watch:
+        worker.start()
+        _warm(worker)
+    return watch.seconds
 
 
 def _warm(worker) -> None:

@@ -23,6 +23,7 @@ import traceback
 import types
 from typing import Any, Callable, Sequence
 
+from demos.engine.convert import to_jax
 from demos.engine.devices import require_jax, require_torch, torch_device
 from demos.engine.errors import DemoError, one_line
 from demos.engine.protocol import declared_state
@@ -191,14 +192,8 @@ def torch_inputs(shape: tuple[int, ...], dtype: str, count: int, device: str | N
 
 def jax_inputs(torch_xs: list) -> list:
     """The same values as JAX arrays (through float32 numpy: JAX's CPU has no bfloat16 numpy)."""
-    jax = require_jax()
-    import jax.numpy as jnp
-
-    out = []
-    for x in torch_xs:
-        arr = x.detach().float().cpu().numpy()
-        out.append(jax.device_put(jnp.asarray(arr, dtype=str(x.dtype).replace("torch.", ""))))
-    return out
+    require_jax()
+    return [to_jax(x) for x in torch_xs]
 
 
 def time_against(out: dict[str, Any], uncompiled: tuple[str, Callable[[], Any]],

@@ -10,14 +10,13 @@ beside torch's recompiles). The JAX APIs used are public.
 """
 from __future__ import annotations
 
-import time
 import traceback
 from typing import Any, Callable
 
 from demos.engine.devices import require_jax
 from demos.engine.errors import one_line
 from demos.engine.protocol import fresh_function
-from demos.engine.timing import sync_jax
+from demos.engine.timing import first_call, sync_jax
 from demos.introspection import codegen, dynamo
 from demos.introspection.inspector_inputs import BUDGET_S, time_against, user_error
 
@@ -33,9 +32,7 @@ def inspect_jax(fn: Callable, xs: list, budget_s: float = BUDGET_S) -> dict[str,
         old = jax.config.jax_enable_compilation_cache
         jax.config.update("jax_enable_compilation_cache", False)
         try:
-            t0 = time.perf_counter()
-            jax.jit(f).lower(*xs).compile()
-            out["compile_s"] = time.perf_counter() - t0
+            out["compile_s"], _ = first_call(lambda: jax.jit(f).lower(*xs).compile())
         finally:
             jax.config.update("jax_enable_compilation_cache", old)
     except Exception as exc:

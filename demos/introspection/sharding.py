@@ -100,14 +100,12 @@ def collectives(hlo: str) -> list[dict[str, Any]]:
 def partition(spec: dict[str, Any]) -> dict[str, Any]:
     """In a process with enough devices: the chain jitted with each of :data:`SHARDINGS`; per
     sharding its collectives, compile time and steady-state time."""
-    import time
-
     import jax
     import jax.numpy as jnp
     import numpy as np
     from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
-    from demos.engine.timing import measure, sync_jax
+    from demos.engine.timing import first_call, measure, sync_jax
 
     n = int(spec["devices"])
     real = [d for d in jax.devices() if d.platform != "cpu"]
@@ -138,9 +136,7 @@ def partition(spec: dict[str, Any]) -> dict[str, Any]:
         else:
             fn = jax.jit(chain, in_shardings=tuple(put[:3]), out_shardings=put[3])
             args = [jax.device_put(a, s) for a, s in zip(host, put[:3])]
-        t0 = time.perf_counter()
-        compiled = fn.lower(*args).compile()
-        compile_s = time.perf_counter() - t0
+        compile_s, compiled = first_call(lambda: fn.lower(*args).compile())
         found = collectives(compiled.as_text())
         steady = measure(lambda: compiled(*args), sync_jax(), budget_s=float(spec.get("budget_s", 0.2)))
         rows[name] = {"collectives": found, "compile_s": compile_s, "steady": steady.to_dict()}

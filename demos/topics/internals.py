@@ -30,7 +30,6 @@ gives the same answer and nothing else is reset. What a demo keeps between measu
 from __future__ import annotations
 
 import functools
-import time
 from typing import Any, Callable
 
 from demos.deck import asks
@@ -41,7 +40,7 @@ from demos.engine.convert import to_jax, to_numpy
 from demos.engine.devices import device_kind, require_jax, require_torch, set_threads, torch_device
 from demos.engine.errors import DemoError, one_line
 from demos.engine.measurement import Run
-from demos.engine.timing import sync_for
+from demos.engine.timing import Stopwatch, sync_for
 from demos.engine.workloads import compiled_torch, jitted, tolerance
 from demos.introspection import dynamo
 from demos.topics.internals_code import MAX_LINES, jax_side, slim_stages, source_lines, torch_side  # noqa: F401
@@ -81,17 +80,17 @@ def measure_pipeline(run: Run, workload: str = "complex_activation", size: str =
         return dict(run.cache[key])
     data: dict[str, Any] = {"workload": w.name, "params": params, "dtype": dtype, "device": device, "size": size,
                             "extra": f"{w.name}, {', '.join(f'{k}={v:,}' for k, v in params.items())}, {dtype}"}
-    t0 = time.perf_counter()
-    try:
-        data["torch"] = torch_side(w, params, dtype, device, run.progress)
-    except Exception as exc:  # one line on the figure; the other side still shows
-        data["torch"] = {"error": one_line(exc)}
-    try:
-        run.progress(0.7, f"XLA: lowering and compiling {w.name}…")
-        data["jax"] = jax_side(w, params, dtype, device)
-    except Exception as exc:
-        data["jax"] = {"error": one_line(exc)}
-    data["seconds"] = time.perf_counter() - t0
+    with Stopwatch() as watch:
+        try:
+            data["torch"] = torch_side(w, params, dtype, device, run.progress)
+        except Exception as exc:  # one line on the figure; the other side still shows
+            data["torch"] = {"error": one_line(exc)}
+        try:
+            run.progress(0.7, f"XLA: lowering and compiling {w.name}…")
+            data["jax"] = jax_side(w, params, dtype, device)
+        except Exception as exc:
+            data["jax"] = {"error": one_line(exc)}
+    data["seconds"] = watch.seconds
     run.cache[key] = data
     return dict(data)
 

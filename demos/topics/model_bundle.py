@@ -14,6 +14,7 @@ from typing import Any, Callable
 
 from demos.deck.conditions import measured, rounding_bound
 from demos.engine import model_zoo as zoo
+from demos.engine.convert import to_numpy
 from demos.engine.devices import device_kind, require_torch, torch_device
 from demos.engine.errors import DemoError, release_memory
 from demos.engine.measurement import Run
@@ -103,8 +104,8 @@ def agreement(b: Bundle) -> dict[str, float]:
     """Max |difference| from eager of every form's forward output ÷ max |output|, same weights."""
     import numpy as np
 
-    ref = b.run("torch_eager", False).float().cpu().numpy()
-    outs = {"torch_compile": b.run("torch_compile", False).float().cpu().numpy()}
+    ref = to_numpy(b.run("torch_eager", False))
+    outs = {"torch_compile": to_numpy(b.run("torch_compile", False))}
     with contextlib.suppress(DemoError):  # no JAX: the torch forms still agree, or not
         outs |= zoo.jax_outputs(b.model, b.x, b.cfg.heads)
     scale = float(np.abs(ref).max())

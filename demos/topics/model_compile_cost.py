@@ -8,7 +8,6 @@ compiles faster, as the slide's question bins it.
 from __future__ import annotations
 
 import contextlib
-import time
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -17,6 +16,7 @@ from demos.engine.devices import device_kind, require_torch, torch_device
 from demos.engine.errors import one_line
 from demos.engine.env import compile_root, temporary_root
 from demos.engine.measurement import Run
+from demos.engine.timing import Stopwatch, first_call, sync_output
 from demos.introspection.hooks import cache_folder
 from demos.topics.model_figures import STANCES
 
@@ -107,21 +107,21 @@ def stance_loops(cfg: zoo.Config, caches: str = "bypassed") -> dict[str, dict[st
     seqs = [cfg.seq * k // 4 for k in STANCE_LENGTHS[device_kind()]]
     out: dict[str, dict[str, Any]] = {}
     with torch.no_grad(), compile_caches(caches, one, "stance"):
-        g0, t0 = unique_graphs(), time.perf_counter()
-        cm(zoo.torch_data(one, seq=seqs[0])[0])
-        first_s, first_graphs = time.perf_counter() - t0, unique_graphs() - g0
+        g0 = unique_graphs()
+        first_s, _ = first_call(lambda: cm(zoo.torch_data(one, seq=seqs[0])[0]), sync_output)
+        first_graphs = unique_graphs() - g0
         for stance in STANCE_ORDER:
-            g1, calls, error, t1 = unique_graphs(), 1, None, time.perf_counter()
-            with torch.compiler.set_stance(stance):
+            g1, calls, error = unique_graphs(), 1, None
+            with Stopwatch() as watch, torch.compiler.set_stance(stance):
                 for s in seqs[1:]:
                     try:
-                        cm(zoo.torch_data(one, seq=s)[0])
+                        sync_output(cm(zoo.torch_data(one, seq=s)[0]))  # its kernels done before the next
                         calls += 1
                     except Exception as exc:
                         error = one_line(exc)[:70]
                         break
             out[stance] = {"compiles": first_graphs + unique_graphs() - g1, "calls": calls, "shapes": len(seqs),
-                           "seconds": first_s + time.perf_counter() - t1, "error": error, "seqs": seqs}
+                           "seconds": first_s + watch.seconds, "error": error, "seqs": seqs}
     return {s: out[s] for s in STANCES}
 
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 import math
 import numbers
 import random
-import time
 import uuid
 from dataclasses import asdict, dataclass
 from typing import Any, Callable
@@ -22,7 +21,8 @@ from typing import Any, Callable
 from demos.engine.devices import device_kind, require_jax, require_torch, set_threads, torch_device
 from demos.engine.errors import DemoError
 from demos.engine.measurement import Progress, Run
-from demos.engine.timing import sync_for
+from demos.engine.convert import to_jax
+from demos.engine.timing import first_call, sync_for
 from demos.introspection import dynamo
 from demos.introspection.hooks import InductorBackend
 from demos.topics.recompilation_figures import MODE_SHORT, mode_label, summarize
@@ -158,8 +158,7 @@ class Session:
             if self.framework == "torch":
                 self._inputs[S] = x.to(self.device)
             else:
-                jax = require_jax()
-                self._inputs[S] = jax.device_put(x.numpy())
+                self._inputs[S] = to_jax(x)
             if len(self._inputs) > 64:
                 self._inputs.pop(next(iter(self._inputs)))
         return self._inputs[S]
@@ -189,10 +188,7 @@ class Session:
         with torch._dynamo.config.patch(**patch), dynamo.torch_recompile_log() as log:
             if self.mode == "mark_dynamic":
                 torch._dynamo.mark_dynamic(x, 1)
-            t0 = time.perf_counter()
-            out = self._fn(x)
-            self.sync(out)
-            dt = time.perf_counter() - t0
+            dt, _ = first_call(lambda: self._fn(x), self.sync)
         compiled, fallback = self.compiles > before, False
         reason, limit_message = dynamo.read_recompiles(log.messages)
         if limit_message and self.limit_hit_at is None:
@@ -209,10 +205,7 @@ class Session:
     def _call_jax(self, S: int, run_S: int, x) -> Event:
         before = self._fn._cache_size()
         with dynamo.jax_miss_log() as log:
-            t0 = time.perf_counter()
-            out = self._fn(x)
-            self.sync(out)
-            dt = time.perf_counter() - t0
+            dt, _ = first_call(lambda: self._fn(x), self.sync)
         compiled = self._fn._cache_size() > before
         reason = ""
         if compiled:
