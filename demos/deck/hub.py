@@ -110,7 +110,7 @@ class UserServer:
         return self.url
 
 
-def test_config(workdir: Path, users: tuple[str, ...], port: int, token: str,
+def local_config(workdir: Path, users: tuple[str, ...], port: int, token: str,
                 shared_cache: Path | None = None) -> str:
     """The lines a test hub adds after the course's config (``COURSE_CONFIG``)."""
     singleuser = Path(sys.executable).parent / "jupyterhub-singleuser"
@@ -168,7 +168,7 @@ def start(workdir: Path, users: tuple[str, ...] = ("alice", "bob"), shared_cache
         (workdir / "home" / u).mkdir(parents=True, exist_ok=True)
     port, token = free_port(), secrets.token_hex(24)
     config = workdir / "jupyterhub_config.py"
-    config.write_text(COURSE_CONFIG.read_text() + test_config(workdir, users, port, token, shared_cache))
+    config.write_text(COURSE_CONFIG.read_text() + local_config(workdir, users, port, token, shared_cache))
     ro = [PROJECT_ROOT] + ([shared_cache] if shared_cache is not None else [])
     argv = read_only(ro, [str(hub_bin), "-f", str(config)])
     log = workdir / "hub.log"
