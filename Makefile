@@ -9,13 +9,14 @@ PYTEST_ARGS ?=
 # share the executed parts, on one worker); TEST_WORKERS=0 runs them in one process
 TEST_WORKERS ?= 2
 
-.PHONY: help setup plan present test test-fast pdf html warm check check-matrix walk record bench info clean clean-slides lint-slides
+.PHONY: help setup plan present test test-fast test-unit pdf html warm check check-matrix walk record bench info clean clean-slides lint-slides
 
 help:
 	@echo "make present   open the deck as a slideshow (JupyterLab + RISE on 127.0.0.1)"
 	@echo "make plan      what make installs on this machine (CUDA, CPU-only or default wheels) and why; installs nothing"
 	@echo "make test      run the tests (installs everything on first use)"
 	@echo "make test-fast unit tests and count claims: no notebooks, browser or timing claims (under 5 minutes)"
+	@echo "make test-unit the unit tier: one process, no measurement beyond a count, no notebook or browser (about 30 s)"
 	@echo "make pdf       export every part to build/pdf/ (RESULTS=assets/results/<file>.json to draw a recorded run)"
 	@echo "make html      offline reveal.js slides in build/html/"
 	@echo "make warm      pre-compile every demo into .cache/ so no live cell stalls on a compile"
@@ -65,6 +66,15 @@ pdf: $(STAMP) $(NPM_STAMP)
 
 test: $(STAMP)
 	$(PY) -m pytest -n $(TEST_WORKERS) --durations=25 $(PYTEST_ARGS)
+
+# the unit tier: files whose tests compile little and measure nothing but counts (about 30 s, one process)
+UNIT_TESTS := tests/test_peaks.py tests/test_graphs.py tests/test_firstcall.py tests/test_export.py tests/test_dynamo.py \
+	tests/test_regimes.py tests/test_codegen.py tests/test_quotes.py tests/test_reuse.py tests/test_guide.py \
+	tests/test_turns.py tests/test_results.py tests/test_check.py tests/test_deck.py tests/test_inputs.py \
+	tests/test_workloads.py tests/test_structure.py tests/test_precision.py tests/test_setup_plan.py tests/test_trace.py
+
+test-unit: $(STAMP)
+	$(PY) -m pytest -p no:xdist -m "not slow and not browser and not timing" $(PYTEST_ARGS) $(UNIT_TESTS)
 
 test-fast: $(STAMP)
 	$(PY) -m pytest -n $(TEST_WORKERS) -m "not slow and not browser and not timing" $(PYTEST_ARGS)
