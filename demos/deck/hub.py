@@ -115,7 +115,9 @@ def local_config(workdir: Path, users: tuple[str, ...], port: int, token: str,
     """The lines a test hub adds after the course's config (``COURSE_CONFIG``)."""
     singleuser = Path(sys.executable).parent / "jupyterhub-singleuser"
     env = {} if shared_cache is None else {"DEMOS_CACHE_DIR": str(shared_cache)}
-    args = ["--allow-root"] if hasattr(os, "geteuid") and os.geteuid() == 0 else []
+    # the hub runs as root inside its mount namespace (root's own, or a user namespace that maps
+    # this user to root: read_only), so the students' servers must be allowed to
+    args = ["--allow-root"]
     return f"""
 # -- added by demos.deck.hub for a hub on this machine (not for a course) ---------------------
 c.JupyterHub.authenticator_class = "dummy"
