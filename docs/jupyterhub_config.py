@@ -1,10 +1,10 @@
 # jupyterhub_config.py: serving the deck to a class from a JupyterHub (docs/course.md).
 #
-# Add your authenticator and spawner (the course's own: OAuth, LTI, KubeSpawner, ...) after this
-# file, or load it first with `c.JupyterHub.config_file`-style includes. tests/test_hub.py starts a
-# real hub from this very file, adding only a test authenticator (DummyAuthenticator), a spawner
-# that runs every student on this machine (SimpleLocalProcessSpawner), loopback ports and the paths
-# of its checkout.
+# Add your authenticator and spawner (the course's own: OAuth, LTI, KubeSpawner, ...) after these
+# lines, or load this file from your own config with `load_subconfig("jupyterhub_config.py")`.
+# tests/test_hub.py starts a real hub from this very file, adding only a test authenticator
+# (DummyAuthenticator), a spawner that runs every student on this machine
+# (SimpleLocalProcessSpawner), loopback ports and the paths of its checkout.
 import os
 
 c = get_config()  # noqa: F821 (JupyterHub's config loader defines it)
