@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ARTIFACTS, PANEL_IMG, SLIDER_HANDLE, SLIDER_TRACK, in_ci, require_browser
+from conftest import ARTIFACTS, PANEL_IMG, SLIDER_HANDLE, SLIDER_TRACK, _new_image, in_ci, require_browser
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
 
@@ -74,32 +74,9 @@ def _warm_shared(shared: Path) -> None:
         assert r.returncode == 0, r.stdout[-1500:] + r.stderr[-1500:]
 
 
-def _first_live_cell(page):
-    from demos.deck.walk import live_cells
-
-    for _ in range(12):
-        cells = live_cells(page)
-        if cells:
-            return cells[0]
-        page.keyboard.press("Space")
-        time.sleep(0.4)
-    raise AssertionError("no live cell in part 1's first slides")
-
-
-def _new_image(cell, old: str | None, timeout_s: float) -> str | None:
-    t0 = time.perf_counter()
-    while time.perf_counter() - t0 < timeout_s:
-        imgs = cell.locator(PANEL_IMG)
-        src = imgs.first.get_attribute("src") if imgs.count() else None
-        if src and src != old:
-            return src
-        time.sleep(0.1)
-    return None
-
-
 def test_two_students_on_one_hub_share_cores_not_files(tmp_path):
     from demos.deck import hub
-    from demos.deck.walk import CURRENT, time_to_figure, wait_kernel_idle
+    from demos.deck.walk import CURRENT, first_live_cell, time_to_figure, wait_kernel_idle
     from demos.engine.errors import DemoError
 
     require_browser()
@@ -129,7 +106,7 @@ def test_two_students_on_one_hub_share_cores_not_files(tmp_path):
             for user in STUDENTS:
                 report[f"{user}_kernel_idle_s"] = wait_kernel_idle(h.server(user))
             for user, page in pages.items():
-                cells[user] = cell = _first_live_cell(page)
+                cells[user] = cell = first_live_cell(page)
                 row = time_to_figure(page, cell, shots=shots / f"{user}-asked.png")
                 report[f"{user}_first_figure"] = row
                 assert row["shown"] == "figure" and row["asked_s"] is not None, row  # asked, answered, shown

@@ -122,21 +122,14 @@ def server_hwm_mib(user: str) -> float:
 def first_figure(shared_cache: Path | None, workdir: Path, shots: Path) -> dict[str, Any]:
     """A student logs in to a fresh hub and goes straight to part 1's first live figure."""
     from demos.deck import hub
-    from demos.deck.walk import live_cells, time_to_figure
+    from demos.deck.walk import first_live_cell, time_to_figure
 
     h = hub.start(workdir, ("alice",), shared_cache=shared_cache)
     try:
         with hub.student_browsers(1) as (ctx,):
             t0 = time.perf_counter()
             page, login_s = hub.login(ctx, h, "alice")
-            cells = []
-            for _ in range(12):
-                cells = live_cells(page)
-                if cells:
-                    break
-                page.keyboard.press("Space")
-                time.sleep(0.3)
-            row = time_to_figure(page, cells[0], timeout_s=600)
+            row = time_to_figure(page, first_live_cell(page), timeout_s=600)
             total = time.perf_counter() - t0
             page.screenshot(path=str(shots))
         return {"login_to_slide_s": login_s, "login_to_figure_s": total, "shown": row["shown"],

@@ -206,6 +206,18 @@ def live_cells(page):
     return [cells.nth(i) for i in range(cells.count()) if cells.nth(i).is_visible()]
 
 
+def first_live_cell(page, presses: int = 12):
+    """Space through the slideshow, as a student does, to the first slide with a live cell; its
+    first live cell (DemoError when none comes within ``presses``)."""
+    for _ in range(presses):
+        cells = live_cells(page)
+        if cells:
+            return cells[0]
+        page.keyboard.press("Space")
+        time.sleep(0.3)
+    raise DemoError(f"no live cell within the first {presses} slides")
+
+
 def predict(cell, choice: int = 0) -> bool:
     """Press choice ``choice`` (0 = A) of the question a panel asks, as a student predicting does
     (the figure is shown once the kernel is free). False when the cell asks nothing."""
