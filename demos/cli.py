@@ -274,7 +274,8 @@ def cmd_inspect(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from demos.engine.outputs import output_file, write_atomic
-    from demos.introspection.inspector import parse_shape, report_text
+    from demos.introspection.inspector_inputs import parse_shape
+    from demos.introspection.inspector_report import report_text
 
     path_text, _, func = args.target.partition(":")
     path = Path(path_text)

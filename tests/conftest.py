@@ -40,40 +40,33 @@ _PART_KERNEL: list = []  # the one kernel executed_notebook runs the parts in, s
 # `make test` runs the test files on two pytest-xdist workers, each file whole on one worker (its
 # module fixtures run once). The files that share one headless execution and one browser walk of
 # each part go to one worker together, so no part is executed twice. (A scheduler of our own:
-# pytest-xdist's `xdist_group` does not reach pytest 9's node ids.)
-# Likewise the ordering test's process measures every demo, and test_demos.py (and the compile-latency
-# tests) draw, record and check those measurements instead of measuring the defaults again: the
-# ordering first (each demo's test in test_demos.py then goes to whichever worker is free, below).
+# pytest-xdist's `xdist_group` does not reach pytest 9's node ids.) No test waits for another
+# test's process or reads what it measured: each measures what it needs itself, so any order
+# gives the same results, and the order below is only for speed.
 DECK_FILES = ("test_notebooks.py", "test_export.py", "test_browser.py")
-MEASURE_FILES = ("test_ordering.py", "test_demos.py", "test_recompilation.py")
 
 
-# test_demos.py's test of each demo reads the ordering process's measurement from the session's
-# folder (on either worker, once that process has ended: test_ordering.measured_here), so each is a
-# group of its own: both workers share them, after the ordering process.
+# test_demos.py's test of each demo (the demo measured at its defaults, drawn, recorded, and each
+# control moved: model.compile_cost's alone takes two minutes) is a group of its own, so the two
+# workers share them.
 SHARED = "tests/test_demos.py::test_demo_draws_records_and_redraws["
 
 
 def worker_group(nodeid: str) -> str:
-    """The worker a test goes to with: its file, "deck" for the files that share the parts,
-    "measure" for those that share the ordering process's measurements, or "demo:<key>" for one
-    demo's test in test_demos.py."""
+    """The worker a test goes to with: its file, "deck" for the files that share the parts, or
+    "demo:<key>" for one demo's test in test_demos.py."""
     if nodeid.startswith(SHARED):
         return "demo:" + nodeid[len(SHARED):-1]
     path = nodeid.split("::", 1)[0]
-    name = path.rsplit("/", 1)[-1]
-    return "deck" if name in DECK_FILES else "measure" if name in MEASURE_FILES else path
+    return "deck" if path.rsplit("/", 1)[-1] in DECK_FILES else path
 
 
 def _in_group(nodeid: str) -> int:
-    """Within its group, the ordering test's file first (the measurements the others reuse); the
-    demos' own groups last slide first (the later parts measure the larger models: the longest
-    first, so the two workers end together)."""
+    """The demos' own groups, last slide first (the later parts measure the larger models: the
+    longest first, so the two workers end together); within any other group, the collection's
+    order."""
     group = worker_group(nodeid)
-    if group.startswith("demo:"):
-        return -_deck_order().get(group[5:], 0)
-    name = nodeid.split("::", 1)[0].rsplit("/", 1)[-1]
-    return MEASURE_FILES.index(name) if name in MEASURE_FILES else 0
+    return -_deck_order().get(group[5:], 0) if group.startswith("demo:") else 0
 
 
 def _deck_order() -> dict[str, int]:
@@ -82,15 +75,14 @@ def _deck_order() -> dict[str, int]:
     return {d.key: i for i, d in enumerate(topics.load())}
 
 
-# The order the groups are handed out in: a worker takes the next group when it is almost done with
-# its last. "measure" starts at once on one worker (the longest group, the ordering process first).
-# The deck's tests open on that process's results (warmed_for_the_deck), so the other worker runs
-# the long files first, about as long as the ordering process takes and as much as leaves the two
-# workers ending together; then "deck", then each demo's test in test_demos.py (the ordering process
-# has ended by then, and either worker takes the next). The rest keep their order and fill in.
-FIRST = ("measure", "tests/test_inspector.py", "tests/test_model.py", "tests/test_figure_slots.py",
-         "tests/test_devices_cli.py", "tests/test_exercises.py", "tests/test_present.py", "tests/test_trace.py",
-         "deck", "demo:")
+# The order the groups are handed out in, the longest first: a worker takes the next group when it
+# is almost done with its last. "deck" (the headless executions and the walks) on one worker and
+# the ordering test's process on the other, then the other long files, then each demo's test in
+# test_demos.py (to whichever worker is free, the longest first, so the two workers end together).
+# The rest keep their order and fill in.
+FIRST = ("deck", "tests/test_ordering.py", "tests/test_inspector.py", "tests/test_model.py",
+         "tests/test_figure_slots.py", "tests/test_devices_cli.py", "tests/test_exercises.py",
+         "tests/test_present.py", "tests/test_trace.py", "tests/test_recompilation.py", "demo:")
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -109,18 +101,13 @@ def _rank(rank: dict, group: str) -> int:
     return rank.get("demo:" if group.startswith("demo:") else group, len(rank))
 
 
-def _single(group: str) -> int:
-    return 0 if group == "measure" else 1 if group.startswith("demo:") else 2
-
-
 def pytest_collection_modifyitems(config, items):
     from demos.engine.devices import torch_device
 
-    rank = {g: i for i, g in enumerate(FIRST)}
     if os.environ.get("PYTEST_XDIST_WORKER"):  # what a worker collects is the order the groups are handed out
+        rank = {g: i for i, g in enumerate(FIRST)}
         items.sort(key=lambda item: (_rank(rank, worker_group(item.nodeid)), _in_group(item.nodeid)))
-    else:  # one process: still the ordering test's measurements first, the tests that reuse them after
-        items.sort(key=lambda item: (_single(worker_group(item.nodeid)), _in_group(item.nodeid)))
+    # in one process the collection's order: no test depends on another having run first
 
     if torch_device() != "cuda":
         skip = pytest.mark.skip(reason="needs an NVIDIA GPU (run `pytest -m gpu` on a GPU machine)")
@@ -129,43 +116,17 @@ def pytest_collection_modifyitems(config, items):
                 item.add_marker(skip)
 
 
-def pytest_collection_finish(session):
-    """Whether the ordering test's process runs in this session (on whichever worker)."""
-    _ORDERING[:] = [any(item.nodeid.split("::", 1)[0].endswith("test_ordering.py") for item in session.items)]
-
-
-_ORDERING: list[bool] = []
 _WARMED: list[str] = []
-ORDERING_WAIT_S = 1800  # the ordering process takes about 5 minutes on a busy 2-core box
-
-
-def ordering_ended() -> None:
-    """When the ordering test's process runs in this session: return once it has ended (in a
-    single process, run it now; the ordering test reads it later)."""
-    import time
-
-    if _ORDERING and _ORDERING[0]:
-        from test_ordering import ORDERING_DONE, in_one_process
-
-        if not os.environ.get("PYTEST_XDIST_WORKER") and not ORDERING_DONE.exists():
-            with contextlib.suppress(Exception):  # a failure is the ordering test's to report
-                in_one_process()
-        t0 = time.monotonic()
-        while not ORDERING_DONE.exists() and time.monotonic() - t0 < ORDERING_WAIT_S:
-            time.sleep(2)
 
 
 def warmed_for_the_deck() -> None:
     """What `make warm` leaves for the panels that open warmed (``pacing`` "warmed" or "cold"):
-    each one's result at the values the slides open it at, in this session's DEMOS_WARMED_DIR.
-    The parts are executed and walked as a lecturer runs them after `make warm`: those panels open
-    on it (the headless execution and the walk would otherwise measure each of them again); every
-    other panel measures in the kernel.
-
-    When the ordering test's process runs in this session, its last measurement of each demo at
-    the defaults is the one (tests/test_ordering.py saves it; this waits for that process to end);
-    what it did not leave (a value a slide sets, a failed process, a session without it) is
-    measured here, once, from the declared state."""
+    each one's result at the values the slides open it at (part 7's presets, read from the cells by
+    ``nbtools.live_cells``), in this session's DEMOS_WARMED_DIR. The parts are executed and walked
+    as a lecturer runs them after `make warm`: those panels open on it (the headless execution and
+    the walk would otherwise measure each of them again); every other panel measures in the kernel.
+    Each is measured here, once per session, from the declared state (what this session's folder
+    already holds is not measured again)."""
     if _WARMED:
         return
     import nbformat
@@ -174,7 +135,6 @@ def warmed_for_the_deck() -> None:
     from demos.deck.demo import load_warmed, save_warmed
     from demos.deck.nbtools import live_cells, parts
 
-    ordering_ended()
     by_key = {d.key: d for d in topics.load()}
     wanted = [(by_key[key], values) for nb in parts() for key, values in live_cells(nbformat.read(str(nb), as_version=4))
               if key in by_key and by_key[key].opens_warmed]

@@ -101,7 +101,7 @@ ASKING = Demo("asking", "A panel that asks", controls=[Int("n", 4, lo=1, hi=9)],
 
 def test_the_panel_asks_then_shows_the_figure_and_marks_the_choice(monkeypatch):
     monkeypatch.delenv("DEMOS_STATIC", raising=False)
-    panel = ASKING.panel()
+    panel = ASKING.open_panel()
     panel._build()
     panel.update()
     hidden = [panel.controls_row, panel.out, panel.table]
@@ -124,7 +124,7 @@ WHEN = Demo("asking_when", "A demo on two slides, asking on one", controls=[Int(
 
 def test_a_demo_on_several_slides_asks_only_where_its_question_applies(monkeypatch):
     monkeypatch.delenv("DEMOS_STATIC", raising=False)
-    asked, shown = WHEN.panel(), WHEN.panel(n=5)
+    asked, shown = WHEN.open_panel(), WHEN.open_panel(n=5)
     asked._build()
     shown._build()
     assert asked.ask is not None and hasattr(asked, "ask_box")
@@ -135,7 +135,7 @@ def test_a_demo_on_several_slides_asks_only_where_its_question_applies(monkeypat
 
 def test_the_reveal_button_shows_the_answer_without_a_choice(monkeypatch):
     monkeypatch.delenv("DEMOS_STATIC", raising=False)
-    panel = ASKING.panel()
+    panel = ASKING.open_panel()
     panel._build()
     panel.update()
     panel.reveal_button.click()

@@ -269,7 +269,7 @@ def test_ui_bench_times_measuring_and_drawing_apart():
     from demos.deck.uibench import bench_panel, report
     from demos.topics import fusion
 
-    panel = fusion.memory.panel()
+    panel = fusion.memory.open_panel()
     rows = bench_panel(panel, repeats=2)
     assert rows and all(r["measure_s"] is not None and r["draw_s"] is not None for r in rows), rows
     for r in rows:

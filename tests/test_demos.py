@@ -43,24 +43,9 @@ def _png(panel) -> bytes:
 @pytest.mark.slow
 @pytest.mark.parametrize("demo", DEMOS, ids=IDS)
 def test_demo_draws_records_and_redraws(demo: Demo, tmp_path, monkeypatch):
-    from conftest import ordering_ended
-    from test_ordering import measured_here
-
-    # the measurement at the defaults: the one tests/test_ordering.py's process made after every
-    # other demo (test_ordering checks its claims in every order), drawn here as a measurement is
-    # drawn, not measured again (this waits for that process when it runs in this session); run
-    # alone, this test measures it itself
-    ordering_ended()
-    made = measured_here(demo.key)
-    if made is not None:
-        demo.adopt(made)
-    panel = demo.panel()
-    panel.initial = None  # not `make warm`'s result (the deck's tests warm the demos that open warmed)
-    panel._build()
-    panel.update()
-    _png(panel)
-    assert panel.renders == 1
-    # the slide's claims hold for the measurement at the defaults (memoised: not measured again)
+    # the measurement at the defaults, made here from the declared state (tests/test_ordering.py
+    # checks the claims in every order, in a process of its own); the slide's claims hold for it
+    demo.forget()
     measured = demo.run()
     failed = [c for c, ok in demo.check_claims(measured).items() if not ok]
     if failed:  # a shared CI box can stall one timing (seen once: the chain's speedup under its declared
@@ -68,6 +53,13 @@ def test_demo_draws_records_and_redraws(demo: Demo, tmp_path, monkeypatch):
         measured = demo.run()
         failed = [c for c, ok in demo.check_claims(measured).items() if not ok]
     assert not failed, f"{demo.key}: {failed}"
+    # the panel draws that measurement (memoised: not measured again)
+    panel = demo.open_panel()
+    panel.initial = None  # not `make warm`'s result (the deck's tests warm the demos that open warmed)
+    panel._build()
+    panel.update()
+    _png(panel)
+    assert panel.renders == 1
     # every text of the figure stays inside it at the slide's size, with this machine's numbers
     drawn = demo.draw(measured, demo.reference(measured.get("values")))
     assert not plots.texts_outside(drawn[0] if isinstance(drawn, tuple) else drawn), demo.key
@@ -104,7 +96,7 @@ def test_demo_draws_records_and_redraws(demo: Demo, tmp_path, monkeypatch):
     # defaults, as a student first moves one), redraws a different figure
     for spec in panel.specs:
         demo.adopt(measured)
-        panel = demo.panel()
+        panel = demo.open_panel()
         panel.initial = None
         panel._build()
         panel.update()
@@ -127,7 +119,7 @@ def test_a_failing_measurement_is_one_line_and_the_panel_survives(demo: Demo, mo
         raise RuntimeError("CUDA error: an illegal memory access was encountered\nlong native trace…")
 
     released = []
-    panel = demo.panel()
+    panel = demo.open_panel()
     panel.initial = None  # a demo that opens warmed would otherwise draw `make warm`'s result first
     monkeypatch.setattr(Run, "__init__", boom)  # every measurement starts by making its Run: it fails
     monkeypatch.setattr(demo._state, "memo", None)
@@ -168,10 +160,10 @@ def test_a_warmed_demo_opens_on_the_warm_result_and_measures_on_run(tmp_path, mo
 
     calls = []
     monkeypatch.setattr(dm, "WARMED_DIR", tmp_path)
-    demo = _probe_demo("sweep", "instantprobe", calls, pacing="warmed")
+    demo = _probe_demo("sweep", "instantprobe", calls, panel="warmed")
     demo.warm_up()
     assert calls == [3] and list(tmp_path.glob("instantprobe.sweep-*.json"))
-    panel = demo.panel()
+    panel = demo.open_panel()
     panel._build()
     panel.update()
     assert calls == [3] and panel.renders == 1 and panel.last_error is None  # drawn from the kept result
@@ -181,7 +173,7 @@ def test_a_warmed_demo_opens_on_the_warm_result_and_measures_on_run(tmp_path, mo
     for f in tmp_path.glob("*.json"):  # a kept result of an older shape is measured over, not shown as an error
         f.write_text(json.dumps({"saved": "x", "source": dm._source_hash(demo), "data": {"stamp": "s"}}))
     demo.forget()
-    panel = demo.panel()
+    panel = demo.open_panel()
     panel._build()
     panel.update()
     assert panel.last_error is None and calls == [3, 3, 3]
@@ -194,11 +186,11 @@ def test_a_cell_that_starts_on_other_values_opens_on_their_warm_result(tmp_path,
 
     calls = []
     monkeypatch.setattr(dm, "WARMED_DIR", tmp_path)
-    demo = _probe_demo("presets", "presetprobe", calls, pacing="warmed", configs=dm.Configs(warm=[{}, {"n": 4}]))
+    demo = _probe_demo("presets", "presetprobe", calls, panel="warmed", configs=dm.Configs(warm=[{}, {"n": 4}]))
     demo.warm_up()
     assert calls == [3, 4] and len(list(tmp_path.glob("presetprobe.presets-*.json"))) == 2
     demo.forget()
-    for panel, n in ((demo.panel(n=4), 4), (demo.panel(), 3)):
+    for panel, n in ((demo.open_panel(n=4), 4), (demo.open_panel(), 3)):
         panel._build()
         panel.update()
         assert panel.last_data["n"] == n and "by `make warm` at " in panel.last_data["stamp"]
@@ -230,9 +222,9 @@ def test_a_warm_result_is_drawn_in_the_view_the_cell_asks_for(tmp_path, monkeypa
         return fig
 
     demo = Demo("views", "views", controls=[Choice("n", 3, options=[3, 4]), Choice("view", "a", options=["a", "b"], view=True)],
-                measure=measure, figure=figure, pacing="warmed")
+                measure=measure, figure=figure, panel="warmed")
     demo.warm_up()
-    panel = demo.panel(view="b")
+    panel = demo.open_panel(view="b")
     panel._build()
     panel.update()
     assert panel.last_error is None and panel.last_data["values"]["view"] == "b" and calls == [3]
@@ -243,18 +235,18 @@ def test_a_warm_result_is_drawn_in_the_view_the_cell_asks_for(tmp_path, monkeypa
 
 def test_a_warmed_panel_says_what_it_shows_and_a_move_waits_for_run(tmp_path, monkeypatch):
     """A warmed panel opens on `make warm`'s result and says so; moving a measured control does not
-    measure until Run (one pacing: ``pacing="warmed"``)."""
+    measure until Run (one pacing: ``panel="warmed"``)."""
     import demos.deck.demo as dm
 
     calls = []
     monkeypatch.setattr(dm, "WARMED_DIR", tmp_path)
     monkeypatch.setattr("demos.deck.ui.static_mode", lambda: False)
     monkeypatch.setattr("IPython.display.display", lambda *a, **k: None)
-    demo = _probe_demo("slowfirst", "openswarmprobe", calls, pacing="warmed")
+    demo = _probe_demo("slowfirst", "openswarmprobe", calls, panel="warmed")
     demo.warm_up()
     assert calls == [3] and demo.opens_warmed and demo.button
     demo.forget()
-    panel = demo.panel()
+    panel = demo.open_panel()
     panel.show()
     panel.join(300)
     assert calls == [3] and panel.renders == 1 and "press Run to measure it again" in panel.status.value
@@ -277,7 +269,7 @@ def test_a_declaration_is_immutable_and_its_docstring_example_runs():
     with pytest.raises(dataclasses.FrozenInstanceError):
         demo.pacing = "run"
     with pytest.raises(ValueError, match="pacing"):
-        _probe_demo("bad", "badprobe", [], pacing="kept")
+        _probe_demo("bad", "badprobe", [], panel="kept")
     with pytest.raises(ValueError, match=r"measure\(run, \*\*values\)"):
         Demo("old", "old", controls=[], measure=lambda n: {}, figure=lambda d, r: None)
     assert doctest.testmod(dm).failed == 0

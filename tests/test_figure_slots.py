@@ -20,7 +20,7 @@ from demos import topics
 from demos.engine import figure_slots, plots
 from demos.engine.results import Record
 
-DEMOS = [d for d in topics.load() if d.measured_in != "worker"]
+DEMOS = [d for d in topics.load() if not d.panel.worker]
 RECORDS = sorted(Path(__file__).resolve().parent.parent.glob("assets/results/*.json"))
 
 
@@ -60,15 +60,13 @@ def records():
 def _drawn(demo, records) -> dict:
     """What the test draws: the demo from the newest committed record that holds it; a demo no
     record holds yet (a new one, or one no GPU has recorded) is not skipped: this machine's
-    measurement at its defaults (the ordering process's, else measured here), as a panel draws it."""
+    measurement at its defaults, as a panel draws it."""
     recorded = next((r for rec in records if (r := demo.reference(None, record=rec, seed=False)) is not None), None)
     if recorded is not None:
         return recorded
-    from test_ordering import measured_here
-
     from demos.deck.verified import footer
 
-    data = measured_here(demo.key) or demo.run()
+    data = demo.run()
     return {**data, "verdicts": footer(demo, data)}  # the footer's lines, as Demo.draw adds them
 
 

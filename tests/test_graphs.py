@@ -37,9 +37,7 @@ def test_a_replay_is_one_graph_launch_after_copying_its_inputs():
 
 @pytest.mark.slow  # compiles the 4-layer stack at batch 1 and profiles each form: ~12 s
 def test_a_cpu_step_launches_nothing_and_says_so():
-    from test_ordering import measured_here
-
-    d = measured_here(topic.replay.key) or topic.replay.run()
+    d = topic.replay.run()
     assert set(d["rows"]) == {"torch_eager", "torch_compile"}  # reduce-overhead is not measured on a CPU
     assert d["skipped"] == {"torch_compile_ro": topic.NO_LAUNCHES}
     assert all(r["kernel_launches"] == r["graph_launches"] == 0 for r in d["rows"].values())

@@ -118,7 +118,7 @@ def test_run_and_overrides_refuse_bad_values_before_measuring(demo: Demo, monkey
             line = _one_line(str(err.value))
             assert line.startswith(f"{demo.key}: {c.name}=") and "must be" in line, line
             with pytest.raises(DemoError, match=f"{c.name}="):
-                demo.panel(**{c.name: v})
+                demo.open_panel(**{c.name: v})
         # the live cell itself: one printed line, no exception, the kernel goes on
         assert demo(**{c.name: c.bad_values()[0]}) is None
         assert _one_line(capsys.readouterr().out).startswith(f"⚠ {demo.key}: {c.name}=")
@@ -447,7 +447,7 @@ def test_an_interrupted_panel_says_so_and_measures_on_the_next_move(monkeypatch)
     measure.__module__ = "tests.inputprobe"
     demo = Demo("interruptible", "interruptible", controls=[Choice("n", 3, options=[3, 4])], measure=measure,
                 figure=figure)
-    panel = demo.panel()
+    panel = demo.open_panel()
     panel._build()
     panel.update()  # the kernel's interrupt arrives mid-measurement
     assert panel.last_error and panel.last_error.startswith("interrupted") and "interrupted" in panel.status.value

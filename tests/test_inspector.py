@@ -12,7 +12,7 @@ import pytest
 import demos  # noqa: F401  (environment before torch/JAX)
 from demos.engine.errors import DemoError
 from demos.engine.worker import Worker, rss_bytes
-from demos.introspection import inspector
+from demos.introspection import inspector, inspector_inputs, inspector_report
 from demos.topics import yourfn
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -351,9 +351,10 @@ JAX_BRANCH = "import jax.numpy as jnp\n\n\ndef h(x):\n    if x.sum() > 0:\n     
 
 
 def test_which_functions_are_written_with_jax_alone():
-    ns = inspector.load_source(JAX_ONLY + "import torch\n\n\ndef t(x):\n    return torch.sin(x)\n\n\n"
-                               "def m(x):\n    return x.sin() * 2\n\n\ndef mixed(x):\n    return torch.sin(jnp.cos(x))\n")
-    found = {name: inspector.uses_jax_only(inspector.pick_function(ns, name)) for name in ("g", "helper", "t", "m", "mixed")}
+    ns = inspector_inputs.load_source(JAX_ONLY + "import torch\n\n\ndef t(x):\n    return torch.sin(x)\n\n\n"
+                                      "def m(x):\n    return x.sin() * 2\n\n\ndef mixed(x):\n    return torch.sin(jnp.cos(x))\n")
+    found = {name: inspector_inputs.uses_jax_only(inspector_inputs.pick_function(ns, name))
+             for name in ("g", "helper", "t", "m", "mixed")}
     assert found == {"g": True, "helper": True, "t": False, "m": False, "mixed": False}  # g through its helper
 
 
@@ -368,7 +369,7 @@ def test_a_jax_only_function_gets_the_jax_half_and_a_line_for_torch():
     calls = sw["jax"]["calls"]
     assert sw["dim"] == 0 and "torch" not in sw and [c["size"] for c in calls] == list(range(64, 74))
     assert all(c["miss"] for c in calls) and sw["jax"]["misses"] == 10 and "f32[65,128]" in calls[1]["reason"]
-    text = inspector.report_text(d)
+    text = inspector_report.report_text(d)
     assert "g: jax.jit only · 4 jaxpr equations → 1 XLA fusion · 10 compiles over 10 sizes" in text
     assert "torch.compile: no torch version" in text and "optimized HLO" in text and "size     65: jax miss" in text
     # the panel draws each view of it
@@ -404,7 +405,7 @@ def test_inspect_fn_takes_a_jax_function_with_torch_tensors_or_jax_arrays():
 def test_a_jax_only_function_jax_cannot_trace_is_its_line_not_a_failure():
     d = inspector.inspect_source(JAX_BRANCH, shape="64x64", budget_s=0.02)
     assert d["jax"]["error_type"] == "TracerBoolConversionError" and d["jax"]["line"] == 5 and d["sweep"] is None
-    assert inspector.summary_line(d).startswith("h: jax.jit: line 5 (if x.sum() > 0:)")
+    assert inspector_report.summary_line(d).startswith("h: jax.jit: line 5 (if x.sum() > 0:)")
 
 
 def test_the_command_line_inspects_a_jax_only_file(tmp_path):

@@ -4,9 +4,8 @@ other demo, and again after ``forget()`` — and that last run really measures (
 forget).
 
 One fresh process measures every demo in reverse deck order, then every demo again after
-``forget()`` (but those that measure cold by declaration: ``COLD`` below). Its last measurement of
-each demo is what test_demos.py draws, and, for a panel that opens warmed, what the deck's tests
-open on (conftest.warmed_for_the_deck).
+``forget()`` (but those that measure cold by declaration: ``COLD`` below). What it measures is this
+file's alone: no other test waits for it or reads it (each measures what it needs itself).
 
 In the first pass no demo that comes before a demo in the deck has run in the process that measures
 it (the last demo of the deck is the process's first measurement), so a demo that leaves state
@@ -26,13 +25,12 @@ import json
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
 import demos  # noqa: F401  (environment before torch/JAX)
 from demos import topics
-from demos.engine.env import PROJECT_ROOT, WARMED_DIR
+from demos.engine.env import PROJECT_ROOT
 
 DEMOS = topics.load()
 KEYS = [d.key for d in DEMOS]
@@ -50,7 +48,6 @@ import json, sys, time
 import demos
 from demos import topics
 from demos.cli import select
-from demos.deck.demo import save_warmed
 from demos.engine import protocol
 sys.path.insert(0, sys.argv[3])
 from test_ordering import timings
@@ -58,7 +55,7 @@ from test_ordering import timings
 names = sys.argv[1].split(",")
 again = [n for n in sys.argv[4].split(",") if n]
 ds = sorted(select(topics.load(), names), key=lambda d: names.index(d.key))  # in the order given
-out, measured = [], {}
+out = []
 for p in sys.argv[2].split(",") + (["forget"] if again else []):
     for d in ds:
         if p == "forget" and again and d.key not in again:
@@ -76,15 +73,7 @@ for p in sys.argv[2].split(",") + (["forget"] if again else []):
             claims = d.check_claims(data)
         out.append({"key": d.key, "pass": p, "claims": claims, "retried": retried, "timings": timings(data),
                     "conditions": data.get("conditions"), "seconds": round(time.perf_counter() - t0, 1)})
-        if p == "forget" or d.key not in again:  # the demo's last measurement here: test_demos draws it
-            measured[d.key] = data
-            if d.opens_warmed:  # and the deck's tests open on it, as after `make warm` (conftest.py)
-                save_warmed(d, data)
 print("ORDERING " + json.dumps(out, default=str))
-if len(sys.argv) > 5:
-    from demos.engine.results import jsonable
-    with open(sys.argv[5], "w") as f:
-        json.dump(measured, f, default=jsonable)
 '''
 
 
@@ -106,63 +95,50 @@ def timings(data) -> list[float]:
     return found
 
 
-def _run(keys: list[str], passes: str, timeout: int, again: list[str] | None = None,
-         measured: Path | None = None) -> list[dict]:
+def _run(keys: list[str], passes: str, timeout: int, again: list[str] | None = None) -> list[dict]:
     """Measure ``keys`` in one fresh process, in order, in each of ``passes``; then ``again`` (a
-    subset, in the same order) once more after forget(). ``measured``: a file for each demo's
-    last measurement there (JSON)."""
+    subset, in the same order) once more after forget()."""
     env = dict(os.environ)
     r = subprocess.run([sys.executable, "-c", _SCRIPT, ",".join(keys), passes, str(PROJECT_ROOT / "tests"),
-                        ",".join(again or [])] + ([str(measured)] if measured else []),
+                        ",".join(again or [])],
                        cwd=PROJECT_ROOT, env=env, capture_output=True, text=True, timeout=timeout)
     line = [ln for ln in r.stdout.splitlines() if ln.startswith("ORDERING ")]
     assert r.returncode == 0 and line, f"{keys}: exit {r.returncode}\n{r.stderr[-3000:]}"
     return json.loads(line[-1][len("ORDERING "):])
 
 
-def in_one_process() -> dict:
+def in_one_process() -> dict[tuple[str, str], dict]:
     """Every demo in one fresh process, last slide first (each before every demo that comes before
-    it in the deck), then each again after forget() (each after every other demo); once per session.
-    ``rows``: {(key, pass): row}; ``measured``: each demo's last measurement there, which
-    tests/test_demos.py draws, records and checks instead of measuring the defaults again."""
-    if "rows" not in _DONE:
+    it in the deck), then each again after forget() (each after every other demo); once per session
+    (every parametrized test reads the same process). {(key, pass): row}; the rows also go to
+    test-artifacts/ordering-one-process.json. A process that failed fails every test with its
+    error (it is not run again)."""
+    if _FAILED:
+        raise AssertionError(f"the ordering process failed earlier in this session: {_FAILED[0]!r}"[:3000])
+    if not _ROWS:
         from conftest import ARTIFACTS
 
-        ARTIFACTS.mkdir(exist_ok=True)
-        MEASURED.parent.mkdir(parents=True, exist_ok=True)
         order = list(reversed(KEYS))
         try:
-            rows = _run(order, "run", timeout=3000, again=[k for k in order if k not in COLD], measured=MEASURED)
-        finally:  # the deck's tests wait for this (conftest.warmed_for_the_deck), failed or not
-            ORDERING_DONE.parent.mkdir(parents=True, exist_ok=True)
-            ORDERING_DONE.touch()
+            rows = _run(order, "run", timeout=3000, again=[k for k in order if k not in COLD])
+        except (AssertionError, subprocess.TimeoutExpired) as exc:
+            _FAILED.append(exc)
+            raise
+        ARTIFACTS.mkdir(exist_ok=True)
         (ARTIFACTS / "ordering-one-process.json").write_text(json.dumps(rows, indent=1))
-        (ARTIFACTS / MEASURED.name).write_text(MEASURED.read_text())
-        _DONE.update(rows={(r["key"], r["pass"]): r for r in rows}, measured=json.loads(MEASURED.read_text()))
-    return _DONE
+        _ROWS.update({(r["key"], r["pass"]): r for r in rows})
+    return _ROWS
 
 
-_DONE: dict = {}  # in_one_process(), once per session
-# beside the results it leaves for the warmed panels: the session's own folder, so never a file of an
-# earlier session (a copy of the measurements goes to test-artifacts/)
-ORDERING_DONE = WARMED_DIR / "ordering.done"
-MEASURED = WARMED_DIR / "ordering-measured.json"
-
-
-def measured_here(key: str) -> dict | None:
-    """``key``'s last measurement in the ordering process, when that ran in this session and has
-    ended (on either worker: the other one reads the session's file); None otherwise, and a test
-    then measures for itself (this does not wait: conftest.ordering_ended does)."""
-    if "measured" not in _DONE and ORDERING_DONE.exists() and MEASURED.exists():
-        _DONE["measured"] = json.loads(MEASURED.read_text())
-    return _DONE.get("measured", {}).get(key)
+_ROWS: dict[tuple[str, str], dict] = {}  # in_one_process(), once per session
+_FAILED: list[Exception] = []  # or how it failed
 
 
 @pytest.mark.slow
 @pytest.mark.timing  # speed claims: a failing demo is measured once more (see above)
 @pytest.mark.parametrize("key", KEYS)
 def test_counts_and_claims_are_the_same_in_any_order(key):
-    rows = in_one_process()["rows"]
+    rows = in_one_process()
     first = rows[(key, "run")]
     if key in COLD:  # measured from scratch by declaration: the first pass is its whole test
         failed = [c for c, ok in first["claims"].items() if not ok]

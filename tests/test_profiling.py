@@ -8,9 +8,10 @@ from types import SimpleNamespace
 import pytest
 
 import demos  # noqa: F401
-from demos.introspection import profiling
+from demos.introspection import kernel_names, profiling, trace
 from demos.engine.errors import DemoError
-from demos.engine.workloads import WORKLOADS, prepare
+from demos.engine.workload_defs import WORKLOADS
+from demos.engine.workloads import prepare
 
 
 # -- names ----------------------------------------------------------------------------
@@ -31,7 +32,7 @@ from demos.engine.workloads import WORKLOADS, prepare
     ("## Call CompiledFxGraph fpv3ba2xw4cyjzjuaqlg2ojgfwcq2xk6fqbw4hxnrm6ymhr6kxwa ##", "CompiledFxGraph"),
 ])
 def test_short_names(raw, short):
-    assert profiling.short_name(raw) == short
+    assert kernel_names.short_name(raw) == short
 
 
 # -- CPU profiling of real torch work -------------------------------------------------
@@ -89,7 +90,7 @@ def test_all_passes_run_in_one_profiler_session_after_its_warmup_step(monkeypatc
                                 passes=3, keep_trace=tmp_path / "t.json")
     assert len(sessions) == 1 and len(calls) == 1 + 1 + 3  # unprofiled warm-up, profiler warm-up, 3 recorded
     events = json.loads((tmp_path / "t.json").read_bytes())["traceEvents"]
-    steps = [e for e in events if e.get("name") == profiling.RUN_ANNOTATION and e.get("ph") == "X"]
+    steps = [e for e in events if e.get("name") == trace.RUN_ANNOTATION and e.get("ph") == "X"]
     assert len(steps) == 3 and run["passes"] == 3  # the warm-up step's events are not in the trace
     assert run["wall_us"] == pytest.approx(min(e["dur"] for e in steps), abs=1e-3)
     assert run["meta"]["steps"] == 3 and run["counts"]["ops"] == 6  # one step's ops, not all three
@@ -138,7 +139,7 @@ GPU_FIXTURES = Path(__file__).resolve().parent / "fixtures" / "gpu"
 
 
 def _cuda_run(name="eager_complex_activation_cuda.json", label="eager"):
-    return profiling.load_timeline(GPU_FIXTURES / name, label=label)
+    return trace.load_timeline(GPU_FIXTURES / name, label=label)
 
 
 def test_cuda_lanes_from_a_kineto_trace():
@@ -150,18 +151,15 @@ def test_cuda_lanes_from_a_kineto_trace():
     kinds = [e["kind"] for e in run["lanes"]["host"]]
     assert kinds == ["op"] * 6 + ["sync"]
     # the GPU-side copy of the annotation is not a kernel
-    assert all(e["full"] != profiling.RUN_ANNOTATION for e in run["lanes"]["device"])
+    assert all(e["full"] != trace.RUN_ANNOTATION for e in run["lanes"]["device"])
     # kernels start after their launch on the host: asynchronous
     assert run["lanes"]["device"][1]["start_us"] > run["lanes"]["host"][0]["start_us"]
     # the same op, the same colour: each kernel carries the op that launched it
     assert [e["op"] for e in run["lanes"]["device"]] == run["op_names"]
 
 
-def test_profiling_reexports_the_trace_parser():
-    from demos.introspection import trace
-
-    assert profiling.short_name is trace.short_name and profiling.SCHEMA == trace.SCHEMA
-    assert profiling.RUN_ANNOTATION == "demos::run" and "aten::view" in profiling.BOOKKEEPING_OPS
+def test_the_run_annotation_and_the_bookkeeping_ops():
+    assert trace.RUN_ANNOTATION == "demos::run" and "aten::view" in trace.BOOKKEEPING_OPS
 
 
 # -- the figure -----------------------------------------------------------------------

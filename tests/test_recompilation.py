@@ -181,12 +181,9 @@ def test_rerunning_the_sweep_gives_the_same_counts(sweeps):
 @pytest.fixture(scope="module")
 def latency():
     """One Run of the compile-latency panel at its defaults: two fresh worker processes
-    (``python -m demos.introspection.coldcompile SPEC``), cold then warm cache. The ordering test's
-    process made it (this file runs on its worker, after it), else it is measured here."""
-    from test_ordering import measured_here
-
+    (``python -m demos.introspection.coldcompile SPEC``), cold then warm cache, measured here."""
     assert rc.compile_latency.validate({})["workload"] == "complex_activation"
-    return measured_here(rc.compile_latency.key) or rc.compile_latency.run({"workload": "complex_activation"})
+    return rc.compile_latency.run({"workload": "complex_activation"})
 
 
 def test_cold_compile_is_slower_than_warm_cache(latency, artifacts):
@@ -347,7 +344,7 @@ def test_declarations_and_no_import_cycle():
     assert {d.key for d in (rc.compile_latency, rc.recompile_live, rc.compare_modes, numerics.live)} == {
         "recompilation.compile_latency", "recompilation.recompile_live", "recompilation.compare_modes",
         "numerics.live"}
-    assert rc.recompile_live.panel_class is rc.LivePanel and rc.compare_modes.pacing == "warmed"
+    assert rc.recompile_live.panel.cls is rc.LivePanel and rc.compare_modes.pacing == "warmed"
     siblings = [importlib.import_module(f"demos.topics.recompilation_{s}") for s in ("figures", "session", "panel")]
     for mod in (rc, numerics, *siblings):
         tree = ast.parse(inspect.getsource(mod))

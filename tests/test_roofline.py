@@ -248,7 +248,7 @@ def test_bad_input_is_one_clear_line():
 def test_out_of_memory_is_one_line_and_the_panel_recovers(monkeypatch):
     import demos.engine.workloads as wl
 
-    p = rf.roofline.panel()
+    p = rf.roofline.open_panel()
     p._build()
     p.update()
     good = p.renders

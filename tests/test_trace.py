@@ -15,8 +15,8 @@ import pytest
 
 import demos  # noqa: F401
 from demos.engine.errors import DemoError
-from demos.engine.workloads import WORKLOADS
-from demos.introspection import profiling, trace
+from demos.engine.workload_defs import WORKLOADS
+from demos.introspection import kernel_names, profiling, trace, trace_events
 
 ROOT = Path(__file__).resolve().parent.parent
 GPU = ROOT / "tests" / "fixtures" / "gpu"
@@ -43,7 +43,7 @@ def _check_lanes(run):
 @pytest.mark.parametrize("path", ALL_TRACES, ids=lambda p: p.name)
 def test_every_fixture_parses_to_the_timeline_schema(path):
     run = trace.load_timeline(path)
-    assert run["schema"] == profiling.SCHEMA and run["label"] == path.name
+    assert run["schema"] == trace.SCHEMA and run["label"] == path.name
     for key in ("device", "device_lane", "lanes", "counts", "op_names", "kernel_names", "skipped_ops",
                 "span_us", "wall_us", "meta"):
         assert key in run, key
@@ -91,7 +91,7 @@ def test_cuda_eager_six_ops_six_launches_six_kernels_linked_by_correlation():
     # asynchronous: the host issued the last op long before the last kernel finished
     assert host[5]["start_us"] + host[5]["dur_us"] < kernels[-1]["start_us"]
     # the GPU-side copy of the run annotation is not work; cudaStreamIsCapturing is not a launch
-    assert all(e["full"] != profiling.RUN_ANNOTATION for e in kernels)
+    assert all(e["full"] != trace.RUN_ANNOTATION for e in kernels)
     assert run["meta"]["gpu"].startswith("NVIDIA A100")
     assert "make_traces.py" in run["meta"]["source"]
 
@@ -149,7 +149,7 @@ def test_flow_events_link_launches_when_args_carry_no_correlation(tmp_path):
 
 def test_trace_without_annotations_uses_the_whole_main_thread(tmp_path):
     data = json.loads(EAGER_CUDA.read_text())
-    data["traceEvents"] = [e for e in data["traceEvents"] if e.get("name") != profiling.RUN_ANNOTATION]
+    data["traceEvents"] = [e for e in data["traceEvents"] if e.get("name") != trace.RUN_ANNOTATION]
     p = tmp_path / "bare.json"
     p.write_text(json.dumps(data))
     run = trace.load_timeline(p)
@@ -210,9 +210,9 @@ def test_bad_files_raise_one_line_naming_the_file(tmp_path, name, content, what)
 
 def test_missing_file_and_directory(tmp_path):
     with pytest.raises(DemoError, match="no such file"):
-        trace.read_trace(tmp_path / "nope.json")
+        trace_events.read_trace(tmp_path / "nope.json")
     with pytest.raises(DemoError, match="is a directory"):
-        trace.read_trace(tmp_path)
+        trace_events.read_trace(tmp_path)
 
 
 # -- names ---------------------------------------------------------------------------------
@@ -254,8 +254,8 @@ def test_missing_file_and_directory(tmp_path):
      "triton_per_fused__native_batch_norm_legit_functional_add_mean_mul_0"),
 ])
 def test_library_and_aten_kernel_names_are_shortened_readably(raw, short):
-    assert trace.short_name(raw) == short
-    assert len(trace.short_name(raw)) <= 72
+    assert kernel_names.short_name(raw) == short
+    assert len(kernel_names.short_name(raw)) <= 72
 
 
 # -- the figure ----------------------------------------------------------------------------
@@ -301,7 +301,7 @@ def test_cli_trace_prints_one_line_and_writes_figure_and_json(tmp_path):
                         "6 kernels · 6 launches · 6 aten ops · span 732.1 µs")
     assert png.read_bytes()[:4] == b"\x89PNG"
     data = json.loads(out.read_text())
-    assert data["counts"]["kernels"] == 6 and data["schema"] == profiling.SCHEMA
+    assert data["counts"]["kernels"] == 6 and data["schema"] == trace.SCHEMA
 
 
 def test_cli_trace_cpu_and_gz(tmp_path):
@@ -354,7 +354,7 @@ def test_cuda_graph_replay_unlinked_device_work_and_malformed_events():
     X = lambda cat, name, ts, dur, pid=1, tid=1, **args: {  # noqa: E731
         "ph": "X", "cat": cat, "name": name, "pid": pid, "tid": tid, "ts": ts, "dur": dur, "args": args}
     events = [
-        X("user_annotation", profiling.RUN_ANNOTATION, 100.0, 200.0),
+        X("user_annotation", trace.RUN_ANNOTATION, 100.0, 200.0),
         X("cuda_runtime", "cudaGraphLaunch", 110.0, 8.0, tid=2, cbid=311, correlation=5),
         X("kernel", "triton_poi_fused_relu_0", 130.0, 20.0, pid=0, tid=7, correlation=5),
         X("kernel", "triton_poi_fused_add_1", 151.0, 20.0, pid=0, tid=7, correlation=6),  # replayed node
@@ -379,9 +379,9 @@ def test_of_several_recorded_steps_the_shortest_is_the_run():
     (shortest) is drawn, live and when its kept trace file is read back."""
     X = lambda name, ts, dur: {"ph": "X", "cat": "user_annotation" if "::" in name else "cpu_op",  # noqa: E731
                                "name": name, "pid": 1, "tid": 1, "ts": ts, "dur": dur, "args": {}}
-    events = [X(profiling.RUN_ANNOTATION, 0.0, 90.0), X("aten::sin", 5.0, 60.0),
-              X(profiling.RUN_ANNOTATION, 100.0, 30.0), X("aten::sin", 105.0, 10.0),
-              X(profiling.RUN_ANNOTATION, 200.0, 50.0), X("aten::sin", 205.0, 20.0)]
+    events = [X(trace.RUN_ANNOTATION, 0.0, 90.0), X("aten::sin", 5.0, 60.0),
+              X(trace.RUN_ANNOTATION, 100.0, 30.0), X("aten::sin", 105.0, 10.0),
+              X(trace.RUN_ANNOTATION, 200.0, 50.0), X("aten::sin", 205.0, 20.0)]
     run = trace.timeline_from_trace({"traceEvents": events})
     assert run["wall_us"] == 30.0 and [e["dur_us"] for e in run["lanes"]["host"]] == [10.0]
     assert run["meta"]["step"] == 1 and run["meta"]["steps"] == 3

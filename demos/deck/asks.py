@@ -94,6 +94,22 @@ class Ask:
 
 
 # -- choices read through a claim --------------------------------------------------------
+@dataclass(frozen=True)
+class Unbound:
+    """A question declared on its claim (``Claim(..., ask=count(question, options))``): the claim
+    binds it to itself (``bind(claim) -> Ask``), so the claim's threshold becomes a choice or an edge."""
+
+    make: Callable[[Any], Ask]
+
+    def bind(self, claim) -> Ask:
+        return self.make(claim)
+
+
+def _claim_given(x: Any) -> bool:
+    """Is ``x`` a claim (or None: a question that reads no claim), not the options that follow it?"""
+    return x is None or callable(getattr(x, "threshold_for", None))
+
+
 def _fmt(x: float) -> str:
     return f"{x:,g}"
 
@@ -116,13 +132,17 @@ def _claimed(claim, part: int | None) -> list[float]:
     return out
 
 
-def count(question: str, claim, options: Sequence[int], *, part: int | None = None,
+def count(question: str, claim, options: Sequence[int] = (), *, part: int | None = None,
           noun: str = "", plural: str = "", fmt: str = "", open_top: bool = False,
-          read: Callable[[dict], Any] | None = None) -> Ask:
+          read: Callable[[dict], Any] | None = None) -> Ask | Unbound:
     """Exact counts as choices: ``options`` and the count the claim states (its threshold, or
     component ``part`` of a tuple threshold). With ``open_top`` the largest reads "N or more" and
     takes every larger count. A choice reads "6 kernels" (``noun``) or as ``fmt`` ("{}N");
-    ``read`` overrides what is counted (default: the claim's value)."""
+    ``read`` overrides what is counted (default: the claim's value). Without the claim
+    (``count(question, options, ...)``), it is declared on the claim: ``Claim(..., ask=...)``."""
+    if not _claim_given(claim):
+        kw = dict(part=part, noun=noun, plural=plural, fmt=fmt, open_top=open_top, read=read)
+        return Unbound(lambda c: count(question, c, claim, **kw))
     values = sorted({int(v) for v in options} | {int(v) for v in _claimed(claim, part)})
     plural = plural or (noun + "s" if noun else "")
 
@@ -147,11 +167,15 @@ def count(question: str, claim, options: Sequence[int], *, part: int | None = No
 
 
 def bands(question: str, claim, extra: Sequence[float] = (), *, unit: str = "×", part: int | None = None,
-          digits: int = 3, read: Callable[[dict], float] | None = None) -> Ask:
+          digits: int = 3, read: Callable[[dict], float] | None = None) -> Ask | Unbound:
     """Ranges as choices, their edges the claim's thresholds (on every device kind, and both ends
     of a "within" band) and ``extra`` edges: "under 1×", "1–1.5×", "1.5–2×", "over 2×". ``read``
     overrides what is placed (default: the claim's value). ``claim`` None: a quantity the slide
-    shows but claims nothing of (a quiz's bins, no threshold), read by ``read``."""
+    shows but claims nothing of (a quiz's bins, no threshold), read by ``read``. Without the
+    claim (``bands(question, extra, ...)``), it is declared on the claim: ``Claim(..., ask=...)``."""
+    if not _claim_given(claim):
+        kw = dict(unit=unit, part=part, digits=digits, read=read)
+        return Unbound(lambda c: bands(question, c, claim, **kw))
     claimed = set() if claim is None else set(_claimed(claim, part)) | {x for b in claim.bands() for x in b}
     edges = sorted(claimed | {float(e) for e in extra})
     if claim is None and read is None:

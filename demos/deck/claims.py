@@ -115,11 +115,14 @@ class Claim:
     Counts stay exact. ``text``, ``op`` and ``threshold`` may each be ``{"cpu": …, "gpu": …}``;
     ``text`` may also be a function of the measurement, and reads the measurement as ``{d[…]}``.
     ``key`` names the claim for ``Claims[key]``; ``device(data)`` overrides where the device
-    kind is read from.
+    kind is read from. ``value`` may be a key of the measurement (``"kernels"`` reads
+    ``data["kernels"]`` and names the claim, unless ``key`` does). ``ask`` is the question the slide
+    asks before it shows the figure, read through this claim (``asks.count(question, options)``,
+    ``asks.bands(question, edges)``): the demo asks it.
     """
 
     text: Any
-    value: Callable[[dict], Any]
+    value: Callable[[dict], Any] | str
     op: Any = "is"
     threshold: Any = None
     applies: Callable[[dict], bool] | None = None
@@ -128,8 +131,15 @@ class Claim:
     # LAW (everywhere) or REGIME (where ``when`` holds); a regime must state its condition
     law_or_regime: str = LAW
     when: Callable[[dict], tuple[bool, str]] | None = None
+    ask: Any = None
 
     def __post_init__(self):
+        if isinstance(self.value, str):  # a key of the measurement: the claim reads it, and is named by it
+            name = self.value
+            object.__setattr__(self, "value", lambda d: d[name])
+            object.__setattr__(self, "key", self.key or name)
+        if callable(getattr(self.ask, "bind", None)):  # a question declared here, read through this claim
+            object.__setattr__(self, "ask", self.ask.bind(self))
         if self.law_or_regime not in (LAW, REGIME):
             raise ValueError(f"claim {self.key!r}: law_or_regime must be {LAW!r} or {REGIME!r}")
         if self.law_or_regime == REGIME and self.when is None:

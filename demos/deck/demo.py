@@ -47,18 +47,22 @@ import numbers
 import os
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, NamedTuple, Sequence
 
-from demos.deck.controls import (Choice, Code, Control, Float, Int, Pow2, Pow2Range,  # noqa: F401 (the declaration's vocabulary)
+from demos.deck import asks  # noqa: F401 (the declaration's vocabulary, with Claim and the controls)
+from demos.deck.claims import Claim, Claims  # noqa: F401
+from demos.deck.context import DemoRun
+from demos.deck.declaring import Configs, PanelSpec, Reported
+from demos.deck.controls import (Choice, Code, Control, Float, Int, Pow2, Pow2Range,  # noqa: F401
                                  _show, _whole)
 from demos.engine import plots
 from demos.engine.env import WARMED_DIR, package_digest
 from demos.engine.devices import runs_here, torch_device, device_kind as _device_kind
 from demos.engine.hardware import caches
 from demos.engine.errors import DemoError
-from demos.engine.measurement import Progress, Run
+from demos.engine.measurement import Progress
 from demos.engine.protocol import Conditions, forget_all
 from demos.engine.results import jsonable
 
@@ -66,35 +70,6 @@ from demos.engine.results import jsonable
 # The declaration
 # =======================================================================================
 _REGISTRY: dict[str, "Demo"] = {}
-
-# How a panel paces its measurements, the one setting for it:
-PACINGS = {
-    "live": "measures when the cell runs and again on every control move",
-    "run": "a Run button measures; the cell's first run measures too",
-    "warmed": "opens at once on the result `make warm` measured; the Run button measures again",
-    "cold": "as 'warmed', for a lesson that is a cold compile (tens of seconds by design; ui-bench exempts it)",
-}
-
-
-@dataclass(frozen=True)
-class Configs:
-    """The configurations a demo is measured in besides the panel's, in one place."""
-    # what `make warm` measures: value overrides, one measurement each, or a callable ``warm(demo)``
-    warm: Sequence[dict] | Callable[["Demo"], None] = ({},)
-    # overrides for `make record`: control values, or other keyword arguments of ``measure`` such
-    # as a longer timing budget; ``quick`` is laid over them by `make record --quick` and the tests
-    record: dict = field(default_factory=dict)
-    quick: dict = field(default_factory=dict)
-    slim: Callable[[dict], dict] | None = None  # slims a measurement before a record stores it
-
-
-@dataclass(frozen=True)
-class Reported:
-    """What the seed material reported on its GPU, in the measurement's own format, for the values
-    given (None where it reported nothing): drawn as the reference until a recorded run exists."""
-    figures: Callable[[dict], dict | None]
-    source: str
-
 
 class Drawn(NamedTuple):
     """One redraw: the figure (or (figure, html)), how it measured (None: it did not), seconds spent."""
@@ -116,30 +91,35 @@ class Demo:
     """A live demo, declared once (see the module docstring)."""
     name: str
     title: str
-    controls: Sequence[Control] | Callable[[str], Sequence[Control]]   # or per device kind ("cpu"/"gpu")
-    measure: Callable[..., dict]                      # measure(run, **values) -> JSON-able dict
-    figure: Callable[[dict, dict | None], Any]        # figure(data, reference) -> Figure
+    controls: Sequence[Control] | Callable[[str], Sequence[Control]] = ()  # or per device kind ("cpu"/"gpu")
+    measure: Callable[..., dict] = None               # measure(run, **values) -> JSON-able dict
+    # figure(data, reference) -> Figure; None: each timed form's median as a bar (plots.timing_bars)
+    figure: Callable[[dict, dict | None], Any] | None = None
     match: tuple[str, ...] = ()                       # the recorded run is drawn beside when these agree
-    pacing: str = "live"                              # one of PACINGS
+    # how the panel paces its measurements and what else it does (a PanelSpec, or its pacing alone)
+    panel: PanelSpec | str = "live"
     configs: Configs = Configs()
-    # what the slide claims of a measurement at the defaults: a demos.deck.claims.Claims (thresholds
+    # what the slide claims of a measurement at the defaults: Claims or a list of Claim (thresholds
     # declared once), checked by `make check` on the lecture's machine and by the tests on CI's CPU
     claims: Any = None
-    # what the slide asks the room before it shows the figure (a demos.deck.asks.Ask, its choices
-    # read through one of the claims): every demo that makes claims asks first
+    # what the slide asks the room before it shows the figure: the question a claim declares
+    # (Claim(..., ask=...)); here only a question no claim reads (asks.among): every demo that makes claims asks first
     ask: Any = None
     seed: Reported | None = None
-    # defaults that follow other controls' values (a preset fills a code box): values -> {name: value},
-    # applied to each control the caller did not set
-    derived: Callable[[dict], dict] | None = None
-    # "worker": ``measure`` only waits for another process that measures from its own declared state
-    # (part 7's inspector), so this process chooses no thread policy and reports no load of its own
-    measured_in: str = "here"
-    panel_class: type | None = None                   # a ui.Panel subclass for stateful demos
 
     def __post_init__(self):
-        if self.pacing not in PACINGS:
-            raise ValueError(f"{self.name}: pacing={self.pacing!r}; it is one of {', '.join(PACINGS)}")
+        if not callable(self.measure):
+            raise ValueError(f"{self.name}: measure=, the function that measures, is required")
+        if isinstance(self.claims, (list, tuple)):
+            object.__setattr__(self, "claims", Claims(*self.claims))
+        if self.ask is None and isinstance(self.claims, Claims):  # the question a claim declares
+            object.__setattr__(self, "ask", next((c.ask for c in self.claims if c.ask is not None), None))
+        if self.figure is None:
+            object.__setattr__(self, "figure", plots.timing_bars)
+        try:
+            object.__setattr__(self, "panel", self.panel if isinstance(self.panel, PanelSpec) else PanelSpec(self.panel))
+        except ValueError as exc:
+            raise ValueError(f"{self.name}: {exc}") from None
         first = next(iter(inspect.signature(self.measure).parameters), None)
         if first != "run":
             raise ValueError(f"{self.name}: measure must take the measurement's context first, "
@@ -157,6 +137,14 @@ class Demo:
 
     def __repr__(self) -> str:
         return f"<Demo {self.key}>"
+
+    @property
+    def pacing(self) -> str:
+        return self.panel.pacing
+
+    @property
+    def derived(self) -> Callable[[dict], dict] | None:
+        return self.panel.derived
 
     @property
     def button(self) -> bool:
@@ -231,8 +219,8 @@ class Demo:
         if state.memo is not None and state.memo[0] == key:
             data = dict(state.memo[1])
         else:
-            run = Run(state.cache, progress)
-            if self.measured_in == "worker":
+            run = DemoRun(state.cache, progress)
+            if self.panel.worker:
                 data = self.measure(run, **args)
             else:
                 with run.declared() as cond:
@@ -241,7 +229,8 @@ class Demo:
                 raise TypeError(f"{self.key}: measure returned {type(data).__name__}, not a dict")
             if cond is not None:
                 data["conditions"] = cond.to_dict()
-            data.setdefault("stamp", plots.live_stamp(data.get("extra", ""), cond.stamp() if cond else ""))
+            data.setdefault("extra", ", ".join(f"{k}={v if isinstance(v, str) else _show(v)}" for k, v in args.items()))  # the sizes, dtype…
+            data.setdefault("stamp", plots.live_stamp(data["extra"], cond.stamp() if cond else ""))
             data.setdefault("cache_levels", caches(str(data.get("device") or torch_device())))  # regimes read them
             state.memo = (key, dict(data))
         data["values"] = vals
@@ -407,7 +396,7 @@ class Demo:
         # what a redraw spent measuring and building the figure (`ui-bench` reports them apart)
         return Drawn(fig, cond, {"measure_s": t1 - t0, "figure_s": time.perf_counter() - t1}, data)
 
-    def panel(self, **overrides: Any):
+    def open_panel(self, **overrides: Any):
         """The live panel (a ``ui.Panel``); ``overrides`` set controls' starting values."""
         from demos.deck import ui
 
@@ -419,14 +408,14 @@ class Demo:
         checked = self.validate(overrides)  # the same one check a measurement makes
         specs = [_replace_default(c, checked[c.name]) if c.name in overrides or checked[c.name] != c.default else c
                  for c in controls]
-        cls = self.panel_class or ui.Panel
+        cls = self.panel.cls or ui.Panel
         return cls(self, specs, initial=load_warmed(self, checked) if self.opens_warmed else None)
 
     def __call__(self, show: bool = True, **overrides: Any):
         """The live cell: ``eager.timeline()`` shows the panel; ``show=False`` returns it. A cell
         run again measures again, from the declared state (:meth:`forget`, in the panel's turn)."""
         try:
-            panel = self.panel(**overrides)
+            panel = self.open_panel(**overrides)
             return panel.show() if show else self.forget() or panel
         except DemoError as exc:  # a value typed into the cell, a bad setting: one line, the kernel goes on
             if not show:

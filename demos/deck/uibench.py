@@ -66,7 +66,7 @@ def _layouts(panel) -> int:
 def run(demos: Sequence, repeats: int = 6, verbose: bool = True) -> list[dict[str, Any]]:
     rows = []
     for demo in demos:
-        panel = demo.panel()
+        panel = demo.open_panel()
         # nothing a panel prints (IPython display objects outside a kernel) enters the report
         with contextlib.redirect_stdout(io.StringIO()):
             t0 = time.perf_counter()

@@ -15,6 +15,12 @@ code everything it needs from the engine, so a topic writes none of it again:
                    own (:func:`demos.engine.protocol.fresh_function`): its own guards, recompile
                    budget and automatic-dynamic state. ``fn`` may be a builtin (``F.gelu``) or
                    a module: it is called from a fresh Python function of its name.
+``run.compiled(fn, *key, **options)``  ``run.compile``'s copy, made once per ``key`` (a size,
+                   a dtype) and kept in ``run.cache``: a control move that comes back to a key
+                   reuses it, a new key compiles anew (its own guards, no automatic-dynamic
+                   recompile of the old one).
+``run.randn(*shape, dtype="float32")``  a random tensor on the device the demo measures on
+                   (:func:`demos.engine.devices.torch_device`), the same numbers every time.
 ``run.progress(fraction, message)``  what the panel's progress bar and status line show.
 ``run.declared()`` the declared state (threads from the load, Dynamo's counters zeroed, the load
                    read while it measures), entered and left around the measurement; the demo
@@ -67,6 +73,22 @@ class Run:
         from demos.engine.devices import require_torch
 
         return require_torch().compile(fresh_function(fn, tag), **options)
+
+    def compiled(self, fn: Callable, *key: Any, **options: Any) -> Callable:
+        """``self.compile(fn, **options)``, made once per ``key`` and kept (``run.cache``)."""
+        return self.cached(("compiled", fn, key, tuple(sorted(options.items()))),
+                           lambda: self.compile(fn, **options))
+
+    @staticmethod
+    def randn(*shape: int, dtype: Any = "float32", seed: int = 0) -> Any:
+        """A tensor of standard normal numbers (seeded: the same ones every call) on the device
+        the demo measures on; ``dtype`` a name ("bfloat16") or a torch dtype."""
+        from demos.engine.devices import require_torch, torch_device
+
+        torch = require_torch()
+        dt = getattr(torch, dtype) if isinstance(dtype, str) else dtype
+        gen = torch.Generator().manual_seed(seed)  # drawn in float32 on the CPU: the same numbers on any device
+        return torch.randn(*shape, generator=gen).to(device=torch_device(), dtype=dt)
 
     def cached(self, key: Any, make: Callable[[], Any]) -> Any:
         """``self.cache[key]``, made by ``make()`` the first time this demo asks for it."""

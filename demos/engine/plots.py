@@ -394,3 +394,56 @@ def texts_outside(fig: Figure, slack_px: float = 1.0) -> list[str]:
         if over:
             out.append(f"{t.get_text()[:60]!r} ({', '.join(f'{v:.0f} px past the {k}' for k, v in over.items())})")
     return out
+
+
+def timed_forms(data: dict[str, Any]) -> list[str]:
+    """The keys of a measurement that hold a timing (``Timing.to_dict``: a median with p10–p90)."""
+    return [k for k, v in data.items() if isinstance(v, dict) and "median_s" in v and k not in ("values", "conditions")]
+
+
+def time_unit(seconds: float) -> tuple[str, float]:
+    """The unit a time reads best in, and its scale: (unit, factor)."""
+    for unit, factor in (("s", 1.0), ("ms", 1e3), ("µs", 1e6)):
+        if seconds * factor >= 1:
+            return unit, factor
+    return "ns", 1e9
+
+
+def _form_color(form: str) -> str:
+    """A form's colour by what its name says it is: eager, compiled, jitted; else the accent."""
+    for word, backend in (("eager", "torch_eager"), ("compile", "torch_compile"), ("jit", "jax_jit")):
+        if word in form:
+            return PALETTE[backend]
+    return PALETTE["accent"]
+
+
+def timing_bars(data: dict[str, Any], reference: dict[str, Any] | None = None):
+    """The figure of a demo that declares none: each timed form's median per call as a bar, its
+    p10–p90 as the whisker, and the reference's same forms beside it in grey."""
+    forms = timed_forms(data)
+    ref = [f for f in forms if reference is not None and isinstance(reference.get(f), dict)]
+    fig, ax = figure()
+    if not forms:
+        ax.text(0.5, 0.5, "this measurement holds no timing to draw", ha="center", va="center", transform=ax.transAxes)
+        return fig
+    unit, k = time_unit(max(data[f]["median_s"] for f in forms))
+    width = 0.38 if ref else 0.6
+    for shift, src, name, col in ((-width / 2 if ref else 0.0, data, where_measured(data), None),
+                                  (width / 2, reference, where_measured(reference or {}), PALETTE["reference"])):
+        xs = [i + shift for i, f in enumerate(forms) if src is data or f in ref]
+        if not xs:
+            continue
+        rows = [src[f] for f in forms if src is data or f in ref]
+        med = [r["median_s"] * k for r in rows]
+        err = [[m - r.get("p10_s", r["median_s"]) * k for m, r in zip(med, rows)],
+               [r.get("p90_s", r["median_s"]) * k - m for m, r in zip(med, rows)]]
+        colors = [col or _form_color(f) for f in forms if src is data or f in ref]
+        ax.bar(xs, med, width * 0.95, yerr=err, capsize=4, color=colors, label=name if ref else None)
+        for x, m, top in zip(xs, med, err[1]):  # above the whisker
+            ax.annotate(f"{m:.3g}", (x, m + top), textcoords="offset points", xytext=(0, 3), ha="center", fontsize=12)
+    ax.set_xticks(range(len(forms)), [label(f) for f in forms])
+    ax.set_ylabel(f"{unit} per call (median, p10–p90)")
+    ax.set_ylim(0, ax.get_ylim()[1] * 1.12)
+    if ref:
+        ax.legend(loc="upper right")
+    return fig

@@ -36,7 +36,7 @@ command line give), and :func:`run_isolated` / :func:`ensure_worker` / :func:`wa
 - :mod:`demos.introspection.inspector_jax`: the JAX half and JAX's side of the sweep;
 - :mod:`demos.introspection.inspector_report`: the :class:`Report` and its text.
 
-Their public names are importable from here too, as before the split.
+Import their names from them: this module does not re-export them.
 """
 from __future__ import annotations
 
@@ -51,26 +51,24 @@ from demos.engine.devices import require_torch, torch_device
 from demos.engine.errors import DemoError
 from demos.engine.protocol import fresh_function
 from demos.engine.timing import Stopwatch
-from demos.introspection.inspector_inputs import (  # noqa: F401  (re-exported: the names callers know)
+from demos.introspection.inspector_inputs import (
     BUDGET_S,
     DTYPES,
     EAGER_LIMIT_S,
     EAGER_STAGE,
     SOURCE_NAME,
     check_fits,
-    input_bytes,
     jax_inputs,
     load_source,
     parse_shape,
     pick_function,
     positional_count,
     torch_inputs,
-    user_error,
     uses_jax_only,
 )
-from demos.introspection.inspector_jax import inspect_jax, jax_sweep  # noqa: F401
-from demos.introspection.inspector_report import Report, call_kind, report_text, summary_line  # noqa: F401
-from demos.introspection.inspector_torch import hint_for, inspect_torch, sweep, sweep_sizes  # noqa: F401
+from demos.introspection.inspector_jax import inspect_jax, jax_sweep
+from demos.introspection.inspector_report import Report
+from demos.introspection.inspector_torch import inspect_torch, sweep, sweep_sizes
 
 
 # =======================================================================================

@@ -5,7 +5,7 @@ loses its ``aten::`` prefix, ATen's templated CUDA kernels are named by the op t
 (``sin``, ``mul``, ``sum``), library kernels (cuBLAS, cuDNN, CUTLASS) keep their family and tile
 size, copies read ``memcpy HtoD``, and Triton and Inductor C++ kernel names stay whole (they
 already name the fused ops). It is a pure function of the name; :mod:`demos.introspection.trace`
-uses it for every lane event, and :mod:`demos.introspection.profiling` re-exports it.
+uses it for every lane event.
 """
 from __future__ import annotations
 

@@ -54,16 +54,8 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from demos.engine.errors import DemoError
-from demos.introspection.trace import (  # noqa: F401  (re-exported: the names callers know)
-    BOOKKEEPING_OPS,
-    RUN_ANNOTATION,
-    SCHEMA,
-    load_timeline,
-    read_trace,
-    short_name,
-    summary_line,
-    timeline_from_trace,
-)
+from demos.introspection.trace import RUN_ANNOTATION, timeline_from_trace
+from demos.introspection.trace_events import read_trace
 
 DEVICE_LANE_TEXT = {
     "cuda": "device lane: CUDA kernels on the GPU timeline",

@@ -5,11 +5,12 @@ are described there); :mod:`demos.introspection.kernel_names` names ops and kern
 This module builds the timeline from them.
 
 One parser serves CPU-only and CUDA traces, live (``profiling.profile_run`` exports its trace
-to a temporary file and reads it back here) and recorded ones (``python -m demos trace FILE``):
+to a temporary file and reads it back here) and recorded ones (``python -m demos trace FILE``);
+``trace_events.read_trace(path) -> dict`` reads the file (the JSON object, or DemoError naming
+what is wrong):
 
-``read_trace(path) -> dict``            the JSON object, or DemoError naming what is wrong
 ``timeline_from_trace(trace, ...) -> dict``  the timeline schema below
-``load_timeline(path, ...) -> dict``    both
+``load_timeline(path, ...) -> dict``    read_trace, then timeline_from_trace
 ``summary_line(run, name) -> str``      one line of a timeline's counts
 
 The timeline schema (``SCHEMA``), shared with :mod:`demos.introspection.profiling`::
@@ -35,10 +36,7 @@ from typing import Any
 
 from demos.engine.errors import DemoError
 from demos.introspection.kernel_names import short_name
-from demos.introspection.trace_events import (  # noqa: F401  (read_trace, the categories: re-exported)
-    DEVICE_CATS,
-    HOST_CATS,
-    MAX_DUR_US,
+from demos.introspection.trace_events import (
     MAX_TS_US,
     RUNTIME_CATS,
     Event,

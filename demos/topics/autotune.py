@@ -189,7 +189,7 @@ def _first_winner(d: dict) -> int | None:
 
 gemms = Demo(
     "gemms", "Autotuning: a GEMM chosen for this shape",
-    controls=[], measure=measure_gemms, figure=figure_gemms, pacing="cold",
+    controls=[], measure=measure_gemms, figure=figure_gemms, panel="cold",
     configs=Configs(record={"budget_s": 0.3}, quick={"budget_s": 0.05}), claims=gemms_claims,
     ask=asks.among("max-autotune benchmarks the library's GEMM against GEMMs Inductor writes itself, at exactly "
                    "these shapes. Which wins the first matmul here?",

@@ -22,7 +22,7 @@ from typing import Any, Callable
 from demos.deck import asks
 from demos.deck.claims import Claim, Claims, regime
 from demos.deck.conditions import rounding_bound, rounding_text
-from demos.deck.demo import Choice, Configs, Demo
+from demos.deck.demo import Choice, Configs, Demo, PanelSpec
 from demos.engine.measurement import Run
 from demos.introspection.sharding import SHARDINGS, run_partitioned
 from demos.introspection.traced_collectives import run_traced
@@ -114,8 +114,9 @@ sharding = Demo(
     "sharding", "Collectives the partitioner inserts",
     controls=[Choice("step", "forward", options=STEPS, toggle=True),
               Choice("devices", 4, options=DEVICES, toggle=True)],
-    measure=measure_sharding, figure=figure_sharding, pacing="warmed", match=("step", "devices"),
-    measured_in="worker",  # a fresh process measures (its device count is fixed as JAX starts): no thread policy here
+    measure=measure_sharding, figure=figure_sharding, match=("step", "devices"),
+    # a fresh process measures (its device count is fixed as JAX starts): no thread policy here
+    panel=PanelSpec("warmed", worker=True),
     configs=Configs(warm=[{}, {"step": "training"}]), claims=sharding_claims,
     ask=asks.count("Tensor parallel (Megatron): w1 split by columns, w2 by rows, over 4 devices. How many "
                    "collectives does XLA insert in the forward?", sharding_claims["megatron"], (0, 2, 4),
@@ -172,8 +173,8 @@ traced_claims = Claims(
 
 traced = Demo(
     "traced", "torch: collectives you write, traced into the graph",
-    controls=[], measure=measure_traced, figure=figure_traced, pacing="warmed",
-    measured_in="worker",  # the ranks measure in processes of their own
+    controls=[], measure=measure_traced, figure=figure_traced,
+    panel=PanelSpec("warmed", worker=True),  # the ranks measure in processes of their own
     claims=traced_claims,
     ask=asks.among("torch.compile meets fc.all_reduce(y, 'sum', group) inside the function. What does it do?",
                    ("a graph break: the collective runs eagerly between two graphs",

@@ -378,7 +378,7 @@ def _leaves_floor(d: dict) -> int | None:
 
 regimes = Demo(
     "regimes", "Regimes",
-    controls=_regimes_controls, measure=measure_regimes, figure=figure_regimes, pacing="warmed", match=("dtype",),
+    controls=_regimes_controls, measure=measure_regimes, figure=figure_regimes, panel="warmed", match=("dtype",),
     # warm: the profiler's first start and the regimes panel's machine constants
     configs=Configs(warm=[{"N_range": (2**SWEEP_QUICK[0], 2**SWEEP_QUICK[1])}],
                     quick={"N_range": (2**SWEEP_QUICK[0], 2**SWEEP_QUICK[1])}),

@@ -73,7 +73,7 @@ costs_claims = Claims(
 costs = Demo(
     "costs", "The first call",
     controls=[Pow2("N", 2**12, lo=4, hi=24), Choice("dtype", "float32", options=DTYPES)],
-    measure=measure_costs, figure=figure_costs, pacing="warmed", match=("dtype",),
+    measure=measure_costs, figure=figure_costs, panel="warmed", match=("dtype",),
     configs=Configs(warm=[{}]), claims=costs_claims,
     ask=asks.bands("torch.sin on 4096 elements in a new Python process: its first call costs how many times "
                    "its steady-state call?", costs_claims["first_op"], (3, 100)),

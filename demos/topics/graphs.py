@@ -94,7 +94,7 @@ replay_claims = Claims(
 
 replay = Demo(
     "replay", "CUDA graphs where they pay: a batch-1 step",
-    controls=[], measure=measure_replay, figure=figure_replay, pacing="warmed",
+    controls=[], measure=measure_replay, figure=figure_replay, panel="warmed",
     configs=Configs(record={"budget_s": 0.6}, quick={"budget_s": 0.1}), claims=replay_claims,
     ask=asks.among("A batch-1 forward of the 4-layer stack, torch.compile default vs reduce-overhead (CUDA graphs). "
                    "How many launches does the replayed step make from the host?",

@@ -392,7 +392,7 @@ capture_cost = Demo(
     "capture_cost", "What a graph break costs",
     controls=lambda kind: [Pow2("N", COST_N[kind][0], label="N (elements)", lo=COST_N[kind][1], hi=COST_N[kind][2]),
                            Choice("dtype", "float32", options=DTYPES)],
-    measure=measure_capture_cost, figure=figure_capture_cost, pacing="warmed", match=("N", "dtype"),
+    measure=measure_capture_cost, figure=figure_capture_cost, panel="warmed", match=("N", "dtype"),
     configs=Configs(record={"budget_s": 0.3}, quick={"N": 2**16, "budget_s": 0.05}), claims=cost_claims,
     ask=asks.count("The `if` rewritten as torch.where: how many graphs does torch.compile make?",
                    cost_claims["graphs"], (2, 3), part=1, noun="graph"),

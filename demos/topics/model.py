@@ -162,7 +162,7 @@ ops = Demo(
     controls=lambda kind: [Choice("layers", SIZES[kind]["layers"], options=LAYERS[kind]),
                            Choice("step", "inference", options=STEPS, toggle=True)],
     measure=measure_ops, figure=figure_ops, match=("layers", "step"),
-    pacing="warmed",  # compiling the stack, even from warm caches, took 3.1 s before its first figure
+    panel="warmed",  # compiling the stack, even from warm caches, took 3.1 s before its first figure
     configs=Configs(warm=lambda demo: _warm(demo, lambda k: [{"layers": n} for n in LAYERS[k]] + [
         {"layers": n, "step": "training"} for n in (SIZES[k]["layers"], LAYERS[k][1])])),
     claims=ops_claims,
@@ -241,7 +241,7 @@ speed = Demo(
                            Choice("tokens", SIZES[kind]["tokens"], label="batch × seq", options=TOKENS[kind]),
                            Choice("width", SIZES[kind]["width"], label="width D", options=WIDTHS[kind]),
                            Choice("dtype", "float32", options=DTYPES)],
-    measure=measure_speed, figure=figure_speed, pacing="warmed", match=("step", "dtype"),
+    measure=measure_speed, figure=figure_speed, panel="warmed", match=("step", "dtype"),
     configs=Configs(warm=lambda demo: _warm(demo, lambda k: [
         {}, {"step": "training"}, {"tokens": TOKENS[k][0][1]}, {"width": WIDTHS[k][WIDTHS[k].index(SIZES[k]["width"]) - 1]}, {"dtype": "bfloat16"},
         {"step": "training", **OP_HEAVY[k]}, {"step": "training", "width": WIDTHS[k][-1]}]),
@@ -307,7 +307,7 @@ backward = Demo(
     "backward", "What the compiler did to the backward",
     controls=lambda kind: [Choice("tokens", SIZES[kind]["tokens"], label="batch × seq", options=TOKENS[kind]),
                            Choice("layers", SIZES[kind]["layers"], options=LAYERS[kind])],
-    measure=measure_backward, figure=figure_backward, pacing="warmed", match=("tokens", "layers"),
+    measure=measure_backward, figure=figure_backward, panel="warmed", match=("tokens", "layers"),
     configs=Configs(warm=lambda demo: _warm(demo, lambda k: [{}, {"tokens": TOKENS[k][0][1]},
                                                              {"layers": LAYERS[k][1]}])),
     claims=backward_claims,
@@ -391,7 +391,7 @@ compile_cost = Demo(
                            Choice("caches", "bypassed", label="compile caches",
                                   options=[("empty", "bypassed"), ("warm", "warm")])],
     measure=measure_compile_cost, figure=figure_compile_cost, match=("layers", "caches"),
-    pacing="cold",  # the lesson is a compile: the slide opens on `make warm`'s result
+    panel="cold",  # the lesson is a compile: the slide opens on `make warm`'s result
     claims=compile_cost_claims,
     ask=asks.among("Compile the whole stack, or compile one block and reuse it for every layer (regional): "
                    "which compiles faster?", ("the whole stack", "regional: one block, reused",

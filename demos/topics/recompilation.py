@@ -36,7 +36,7 @@ from typing import Any, Callable, Sequence
 from demos.deck import asks
 from demos.deck.claims import Claim, Claims, Each, regime
 from demos.deck.conditions import measured
-from demos.deck.demo import Choice, Configs, Demo, Int
+from demos.deck.demo import Choice, Configs, Demo, Int, PanelSpec
 from demos.engine import plots
 from demos.introspection import coldcompile
 from demos.engine.errors import DemoError, one_line
@@ -128,7 +128,7 @@ compile_latency = Demo(
     "compile_latency", "Compile latency: cold vs warm cache",
     controls=[Choice("workload", "complex_activation", options=LATENCY_WORKLOADS)],
     measure=measure_compile_latency, figure=figure_compile_latency, match=("workload",),
-    pacing="cold",  # a compile from scratch takes ~10–30 s on a CPU: the slide opens on `make warm`'s result
+    panel="cold",  # a compile from scratch takes ~10–30 s on a CPU: the slide opens on `make warm`'s result
     claims=latency_claims,
     ask=asks.bands("torch.compile, cold caches: the first call costs as much as how many steady-state calls?",
                    latency_claims["first_call"], (1_000, 100_000)),
@@ -252,7 +252,7 @@ recompile_live = Demo(
     # S: each move is one call on the panel's session; for a recorded/headless run it only
     # names the slider (the measurement is the mode's full sweep)
     controls=_live_controls, measure=measure_live, figure=figure_timeline, match=("mode",),
-    panel_class=LivePanel, configs=Configs(warm=_warm_live), claims=session_claims,
+    panel=PanelSpec(cls=LivePanel), configs=Configs(warm=_warm_live), claims=session_claims,
     ask=SWEEP_ASK,
 )
 
@@ -317,7 +317,7 @@ modes_claims = Claims(
 compare_modes = Demo(
     "compare_modes", "Every mode on the same sweep",
     controls=[Int("distinct", DISTINCT, label="distinct lengths", lo=2, hi=24)],
-    measure=measure_modes, figure=figure_modes, match=("distinct",), pacing="warmed",
+    measure=measure_modes, figure=figure_modes, match=("distinct",), panel="warmed",
     configs=Configs(quick={"distinct": 6}), claims=modes_claims,
     ask=asks.among("The same loop of lengths under every mode: which one takes longest in all?",
                    [MODE_SHORT[m] for m in TRAP_MODES], lambda d: _longest(d, TRAP_MODES),

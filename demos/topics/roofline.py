@@ -307,7 +307,7 @@ predicted_claims = Claims(
 predicted = Demo(
     "predicted", "Predicted vs measured",
     controls=lambda kind: [Choice("scale", 1.0, label="size", options=PREDICTED_SCALES), _dtype_control()],
-    measure=measure_predicted, figure=figure_predicted, pacing="warmed", match=("dtype",),
+    measure=measure_predicted, figure=figure_predicted, panel="warmed", match=("dtype",),
     configs=Configs(warm=_warm_predicted, **BUDGETS), claims=predicted_claims,
     ask=asks.bands("The model counts 1 FLOP per sin, exp or tanh. The compiled chain's measured time ÷ the "
                    "model's prediction?", predicted_claims["chain"], (1, 10)),
@@ -387,7 +387,7 @@ overheads = Demo(
     controls=lambda kind: [Pow2("largest", 2**(22 if kind == "gpu" else 18), label="largest N",
                                 lo=10 if kind == "gpu" else 8, hi=22 if kind == "gpu" else 18),
                            _dtype_control()],
-    measure=measure_overheads, figure=figure_overheads, pacing="warmed", match=("dtype",),
+    measure=measure_overheads, figure=figure_overheads, panel="warmed", match=("dtype",),
     configs=Configs(warm=_warm_overheads, **BUDGETS), claims=overheads_claims,
     ask=asks.bands("One fused kernel per call, smallest N: reduce-overhead's time ÷ the default mode's?",
                    overheads_claims["floor"], (0.5, 2)),

@@ -20,7 +20,7 @@ from typing import Any
 from demos.deck import ui
 from demos.deck import asks
 from demos.deck.claims import Claim, Claims
-from demos.deck.demo import Choice, Code, Configs, Demo
+from demos.deck.demo import Choice, Code, Configs, Demo, PanelSpec
 from demos.engine.measurement import Run
 from demos.engine.worker import Worker, shared_worker
 from demos.introspection.inspector import WORKER_PRELOAD, run_isolated, start_worker_soon
@@ -139,9 +139,9 @@ inspector = Demo(
               Choice("view", VIEWS[0], options=VIEWS, toggle=True, view=True),
               Code("code", PRESETS["chain"]["code"], label="your code", width="80%")],  # Run and Stop beside it
     # `make warm` inspects the presets the slides open on: each slide opens on its result at once
-    measure=measure_inspection, figure=figure_view, pacing="warmed", claims=inspector_claims,
+    measure=measure_inspection, figure=figure_view, claims=inspector_claims,
     configs=Configs(warm=[{}] + [{"preset": p} for p in ("item", "branch", "loop", "mutation")]),
-    derived=_derived, measured_in="worker", panel_class=InspectorPanel,
+    panel=PanelSpec("warmed", derived=_derived, worker=True, cls=InspectorPanel),
     ask=dataclasses.replace(
         asks.count("The preset chain, six pointwise ops (sin, mul, add, relu, exp, sub): how many kernels does "
                    "torch.compile generate?", inspector_claims["chain_kernels"], (2, 3, 6), noun="kernel",
@@ -199,8 +199,9 @@ exercise = Demo(
     controls=[Choice("exercise", "normalise", options=[(e.title, k) for k, e in EXERCISES.items()], width="300px"),
               Choice("solution", "hidden", options=("hidden", "shown"), toggle=True, view=True),
               Code("code", EXERCISES["normalise"].start, label="your code", width="80%")],  # Run and Stop beside it
-    measure=measure_exercise, figure=figure_grade, pacing="warmed", measured_in="worker", panel_class=ExercisePanel,
-    derived=lambda values: {"code": EXERCISES[values["exercise"]].start}, claims=exercise_claims,
+    measure=measure_exercise, figure=figure_grade, claims=exercise_claims,
+    panel=PanelSpec("warmed", derived=lambda values: {"code": EXERCISES[values["exercise"]].start}, worker=True,
+                    cls=ExercisePanel),
     ask=dataclasses.replace(
         asks.count("normalise calls .item() on the tensor's largest value, then divides by it. How many graphs "
                    "does torch.compile capture?", exercise_claims["start_graphs"], (1, 3), noun="graph",

@@ -7,7 +7,7 @@ import textwrap
 from typing import Any
 
 from demos.engine import plots
-from demos.introspection.inspector import call_kind
+from demos.introspection.inspector_report import call_kind
 from demos.topics.yourfn_presets import PRESETS
 
 VIEWS = ("breaks", "recompiles", "kernels", "time & numerics")  # graphs & breaks, guards & recompiles, kernels & code
