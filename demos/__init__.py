@@ -20,8 +20,6 @@ from demos.engine.env import configure_environment
 
 configure_environment()
 
-from demos.engine.devices import BACKENDS  # noqa: E402,F401  (the four forms; the name callers know)
-
 __version__ = "0.1.0"
 
 

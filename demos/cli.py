@@ -6,7 +6,7 @@ import sys
 import time
 from pathlib import Path
 
-from demos import BACKENDS
+from demos.engine.devices import BACKENDS
 from demos.engine.errors import DemoError
 
 
@@ -45,7 +45,8 @@ def _protocol_lines() -> list[str]:
     """What a measurement would start from here: allocator, the thread policy from the load now,
     and a tiny parallel op timed (tens of µs with free cores, ~8 ms when a worker waits a timeslice)."""
     from demos.engine import protocol
-    from demos.engine.devices import torch_device, torch_or_none
+    from demos.engine.devices import torch_device
+    from demos.engine.hardware import torch_or_none
 
     torch_or_none()
     cond = protocol.choose_threads()
@@ -70,7 +71,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     from demos.engine.bench import bench, table, text_progress
     from demos.engine.entry import name_list
     from demos.engine.outputs import output_file
-    from demos.engine.workloads import WORKLOADS
+    from demos.engine.workload_defs import WORKLOADS
 
     # every refusal before measuring, not after
     out = output_file(args.json, "record", "--json", force=args.force) if args.json is not None else None
@@ -215,9 +216,9 @@ def cmd_quiz(args: argparse.Namespace) -> int:
 
 
 def cmd_ui_bench(args: argparse.Namespace) -> int:
-    from demos.deck.uibench import report, run
+    from demos.deck.uibench import bench_demos, report
 
-    rows = run(_demos(args.demo))
+    rows = bench_demos(_demos(args.demo))
     print(report(rows))
     return 0
 

@@ -7,7 +7,6 @@ headless, the question is its own output, which the export lifts onto a page bef
 """
 from __future__ import annotations
 
-import dataclasses
 import subprocess
 import sys
 from pathlib import Path
@@ -72,6 +71,10 @@ def test_band_edges_are_the_claims_thresholds_on_every_device():
     assert asks.bands("big?", speed, (1_000,)).answer({"x": 12345.0}) == (3, "12,345×")
     with pytest.raises(ValueError, match="read="):
         asks.bands("no claim?", None, (1, 2))
+    # declared on its claim, with the panels that ask it: the claim binds the edges and keeps when=
+    on_claim = Claim("over {threshold:g}×", "x", ">", {"cpu": 1.5, "gpu": 2.0},
+                     ask=asks.bands("faster?", (1,), when=lambda values: values.get("n") == 4))
+    assert on_claim.ask.choices == ask.choices and on_claim.ask.asks({"n": 4}) and not on_claim.ask.asks({"n": 5})
 
 
 def test_a_question_refuses_too_few_or_too_many_choices():
@@ -93,10 +96,10 @@ def _figure_square(data, reference):
     return fig
 
 
-_SQUARE = Claims(Claim("n² = {threshold}", lambda d: d["square"], "==", 16, key="square"))
+_SQUARE = Claims(Claim("n² = {threshold}", lambda d: d["square"], "==", 16, key="square",
+                       ask=asks.count("n = 4: n²?", (4, 8, 12))))
 ASKING = Demo("asking", "A panel that asks", controls=[Int("n", 4, lo=1, hi=9)], measure=_measure_square,
-              figure=_figure_square, claims=_SQUARE,
-              ask=asks.count("n = 4: n²?", _SQUARE["square"], (4, 8, 12)))
+              figure=_figure_square, claims=_SQUARE)
 
 
 def test_the_panel_asks_then_shows_the_figure_and_marks_the_choice(monkeypatch):
@@ -118,8 +121,9 @@ def test_the_panel_asks_then_shows_the_figure_and_marks_the_choice(monkeypatch):
 
 
 WHEN = Demo("asking_when", "A demo on two slides, asking on one", controls=[Int("n", 4, lo=1, hi=9)],
-            measure=_measure_square, figure=_figure_square, claims=_SQUARE,
-            ask=dataclasses.replace(ASKING.ask, when=lambda values: values["n"] == 4))
+            measure=_measure_square, figure=_figure_square,
+            claims=[Claim("n² = {threshold}", "square", "==", 16,
+                          ask=asks.count("n = 4: n²?", (4, 8, 12), when=lambda values: values["n"] == 4))])
 
 
 def test_a_demo_on_several_slides_asks_only_where_its_question_applies(monkeypatch):

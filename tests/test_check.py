@@ -54,7 +54,7 @@ def test_a_failing_claim_or_demo_fails_the_check(tmp_path, monkeypatch):
     import os
 
     monkeypatch.delenv("DEMOS_STATIC", raising=False)
-    rows = check.run([_demo(True), _demo(False), _demo(True, fails=True)], out=tmp_path, verbose=False)
+    rows = check.check_demos([_demo(True), _demo(False), _demo(True, fails=True)], out=tmp_path, verbose=False)
     assert "DEMOS_STATIC" not in os.environ  # the check leaves the process as it found it
     by = {r.what: r for r in rows}
     assert by["checkprobe.probe_True_False"].ok and (tmp_path / "checkprobe.probe_True_False.png").exists()

@@ -1,4 +1,4 @@
-"""demos.introspection.codegen: Inductor's output code and XLA's HLO, parsed into counts."""
+"""demos.introspection.codegen, inductor and hlo: Inductor's output code and XLA's HLO, parsed into counts."""
 from __future__ import annotations
 
 import pytest
@@ -6,6 +6,8 @@ import pytest
 import demos  # noqa: F401
 from demos.engine.protocol import fresh_function
 from demos.introspection import codegen
+from demos.introspection.hlo import excerpt, hlo_excerpt, parse_hlo, stablehlo_excerpt, strip_hlo
+from demos.introspection.inductor import fold_cpp, generated_excerpt, inductor_code, parse_inductor
 
 # A hand-written wrapper in the shape Inductor emits for CUDA (two Triton kernels, one mm).
 CUDA_WRAPPER = '''
@@ -65,7 +67,7 @@ ENTRY %main.1 (x.1: f32[8,4], w.1: f32[8,8]) -> f32[4,8] {
 
 
 def test_parse_inductor_counts_a_cuda_wrapper_by_hand():
-    code = codegen.parse_inductor(CUDA_WRAPPER, device="cuda")
+    code = parse_inductor(CUDA_WRAPPER, device="cuda")
     assert code.kernels == ["triton_poi_fused_relu_0", "triton_poi_fused_add_1"]
     assert code.kernel_count == 2
     assert code.extern_calls == ["mm", "addmm"]
@@ -80,7 +82,7 @@ def test_parse_inductor_counts_a_cuda_wrapper_by_hand():
 
 
 def test_parse_hlo_counts_by_hand():
-    p = codegen.parse_hlo(HLO)
+    p = parse_hlo(HLO)
     assert p["fusions"] == ["transpose_fusion kind=kLoop", "dot_fusion kind=kCustom"]
     assert p["entry_ops"] == ["fusion", "custom-call", "fusion"]  # params and GTEs are not work
     assert p["matmuls"] == 2  # one dot inside a fusion + one cuBLAS custom call
@@ -88,7 +90,7 @@ def test_parse_hlo_counts_by_hand():
 
 
 def test_excerpt_picks_and_shortens_lines():
-    lines = codegen.excerpt(HLO, [r"custom-call", r"= .*fusion\("], max_lines=5, width=60)
+    lines = excerpt(HLO, [r"custom-call", r"= .*fusion\("], max_lines=5, width=60)
     assert len(lines) == 3
     assert all(len(s) <= 60 for s in lines)
     assert lines[1].startswith("%gemm")
@@ -107,13 +109,14 @@ def test_inductor_fuses_complex_activation_into_one_cpp_kernel():
 def test_capture_does_not_reset_dynamo():
     import torch
 
-    from demos.engine.workloads import complex_activation_torch, compiled_torch
+    from demos.engine.workload_defs import complex_activation_torch
+    from demos.engine.workloads import compiled_torch
 
     x = torch.randn(256)
     f = compiled_torch(complex_activation_torch)
     f(x, x)
     before = torch._dynamo.utils.counters["stats"]["unique_graphs"]
-    codegen.inductor_code(complex_activation_torch, x, x)
+    inductor_code(complex_activation_torch, x, x)
     f(x, x)  # still compiled: no new graph for the original wrapper
     after = torch._dynamo.utils.counters["stats"]["unique_graphs"]
     assert after == before + 1  # exactly one: the capture's own copy
@@ -142,7 +145,7 @@ def test_no_code_is_one_clear_error():
     from demos.engine.errors import DemoError
 
     with pytest.raises(DemoError):
-        codegen.inductor_code(len, [1, 2])
+        inductor_code(len, [1, 2])
 
 
 @pytest.mark.gpu
@@ -156,17 +159,17 @@ def test_inductor_emits_one_triton_kernel_on_gpu():
 # -- GPU forms, on fixtures in tests/fixtures/gpu/ (README.md there: where each format comes from) --
 from pathlib import Path  # noqa: E402
 
-from demos.engine.workloads import WORKLOADS  # noqa: E402
+from demos.engine.workload_defs import WORKLOADS  # noqa: E402
 
 GPU = Path(__file__).resolve().parent / "fixtures" / "gpu"
 
 
 def _inductor(name):
-    return codegen.parse_inductor((GPU / name).read_text(), device="cuda")
+    return parse_inductor((GPU / name).read_text(), device="cuda")
 
 
 def _hlo(name):
-    return codegen.parse_hlo((GPU / name).read_text())
+    return parse_hlo((GPU / name).read_text())
 
 
 def test_gpu_inductor_six_eager_ops_become_one_triton_kernel():
@@ -221,7 +224,7 @@ def call(args):
     torch.ops.aten._assert_scalar.default(True, "check")
     return (buf2, )
 '''
-    code = codegen.parse_inductor(src, device="cuda")
+    code = parse_inductor(src, device="cuda")
     assert code.fallback_calls == ["convolution", "_scaled_dot_product_flash_attention"]
     assert code.library_calls == ["aten.convolution", "aten._scaled_dot_product_flash_attention"]
     assert code.matmuls == 1 and code.launches == 2
@@ -241,7 +244,7 @@ def test_gpu_xla_three_matmuls_become_two_cublas_calls():
     assert p["library_calls"] == ["__cublas$gemm", "__cublas$gemm"]  # two matmuls are library calls
     assert p["entry_ops"] == ["custom-call", "fusion", "custom-call"]  # GTEs and params are not work
     assert p["fusions"] == ["loop_maximum_fusion kind=kLoop"]
-    assert "gating1" not in "".join(codegen.excerpt(p["entry"], [r"custom-call\("]))
+    assert "gating1" not in "".join(excerpt(p["entry"], [r"custom-call\("]))
 
 
 def test_gpu_xla_triton_gemm_fusions_are_generated_not_library_calls():
@@ -283,7 +286,7 @@ ENTRY main {
       backend_config={"fusion_backend_config":{"kind":"__custom_fusion"}}
 }
 '''
-    p = codegen.parse_hlo(hlo)
+    p = parse_hlo(hlo)
     assert p["entry_ops"] == ["custom-call", "fusion"]
     assert p["fusions"] == ["fusion kind=kOutput __custom_fusion"]
     assert p["library_calls"] == ["__cudnn$convForward"]
@@ -292,7 +295,7 @@ ENTRY main {
 
 # -- Showing code on a slide: excerpts (kernel bodies first, boilerplate folded), colours --
 def test_generated_excerpt_puts_the_triton_kernel_first_and_folds_its_metadata():
-    lines = codegen.generated_excerpt(_inductor("inductor_complex_activation_cuda.py"))
+    lines = generated_excerpt(_inductor("inductor_complex_activation_cuda.py"))
     assert lines[0] == "# kernel 1/1: triton_poi_fused_add_cos_mul_relu_sin_0 (Triton)"
     assert lines[1].startswith("def triton_poi_fused_add_cos_mul_relu_sin_0(")  # decorators folded
     assert any("tl.load" in ln for ln in lines) and not any(ln.lstrip().startswith("@") for ln in lines)
@@ -315,7 +318,7 @@ extern "C"  void  kernel(const float* in_ptr0,
     }
 }
 """
-    lines = codegen.fold_cpp(body)
+    lines = fold_cpp(body)
     text = "\n".join(lines)
     assert 'extern "C"  void  kernel(const float* in_ptr0, float* out_ptr0)' in text
     assert "for(int64_t x0=0; x0<64; x0+=16)" in text and "Vec::loadu(in_ptr0 + x0, 16)" in text
@@ -336,12 +339,12 @@ ENTRY %main (x: f32[4]) -> f32[4] {
   ROOT %s = f32[4]{0} sine(%p), metadata={op_name="jit(f)/sin"}
 }
 """
-    ex = codegen.hlo_excerpt(hlo)
+    ex = hlo_excerpt(hlo)
     assert ex[0].startswith("%fused_computation")
     assert any("sine(%p)" in ln for ln in ex) and any(ln.startswith("ENTRY") for ln in ex)
     assert not any("metadata" in ln or "parameter(" in ln for ln in ex)
     assert ex.index(next(ln for ln in ex if ln.startswith("ENTRY"))) > 1
-    assert codegen.strip_hlo('  %d = f32[4,8]{1,0} dot(%a, %b), metadata={op_name="d"}') == "  %d = f32[4,8] dot(%a, %b)"
+    assert strip_hlo('  %d = f32[4,8]{1,0} dot(%a, %b), metadata={op_name="d"}') == "  %d = f32[4,8] dot(%a, %b)"
 
 
 def test_stablehlo_excerpt_drops_locations_and_the_module_wrapper():
@@ -353,7 +356,7 @@ def test_stablehlo_excerpt_drops_locations_and_the_module_wrapper():
 } loc(#loc)
 #loc = loc(unknown)
 '''
-    assert codegen.stablehlo_excerpt(text) == [
+    assert stablehlo_excerpt(text) == [
         'func.func public @main(%arg0: tensor<4xf32> loc("x")) -> (tensor<4xf32>) {',
         "  %0 = stablehlo.sine %arg0 : tensor<4xf32>", "  return %0 : tensor<4xf32>", "}"]
 

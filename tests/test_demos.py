@@ -306,7 +306,7 @@ def dm_choice():
 def test_a_recorded_only_figure_shows_the_view_the_cell_asks_for(monkeypatch):
     """`make pdf RESULTS=…` draws the record in the view the live cell names
     (``yourfn.inspector(view="kernels")``), not the view the record was measured in."""
-    from demos.engine.env import PROJECT_ROOT
+    from demos.engine.settings import PROJECT_ROOT
     from demos.topics import yourfn
 
     monkeypatch.setenv("DEMOS_STATIC", "1")

@@ -11,7 +11,8 @@ from demos.topics import eager
 from demos.engine.errors import DemoError
 from demos.engine.measurement import Run
 from demos.engine.results import Record
-from demos.engine.workloads import WORKLOADS
+from demos.engine.workload_defs import WORKLOADS
+from demos.topics.eager_figures import effective_bandwidth, regime_at
 
 
 
@@ -78,11 +79,11 @@ def test_regimes_claims_per_device():
 def test_regime_classification_from_synthetic_data():
     data = {"Ns": [16, 2**20], "series": {"add": [{"median_s": 1.5e-6}, {"median_s": 1.3e-4}]},
             "floors_s": {"add": 1e-6}, "bytes_per_elem": {"add": 12}, "bandwidth_Bps": 1e11}
-    assert eager.regime_at(data, "add", 16) == "overhead-bound"
-    assert eager.regime_at(data, "add", 2**20) == "bandwidth-bound"  # 12.6 MB ÷ 100 GB/s = 126 µs
+    assert regime_at(data, "add", 16) == "overhead-bound"
+    assert regime_at(data, "add", 2**20) == "bandwidth-bound"  # 12.6 MB ÷ 100 GB/s = 126 µs
     data["series"]["add"][1]["median_s"] = 1e-2
-    assert eager.regime_at(data, "add", 2**20).startswith("slower than copy")
-    assert eager.effective_bandwidth(data, "add") == pytest.approx(2**20 * 12 / 1e-2)
+    assert regime_at(data, "add", 2**20).startswith("slower than copy")
+    assert effective_bandwidth(data, "add") == pytest.approx(2**20 * 12 / 1e-2)
 
 
 def test_bad_inputs_are_refused_with_one_line():

@@ -19,7 +19,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from demos.deck import export
+from demos.deck import export, printing
 from demos.deck.asks import questions_first
 from demos.engine.errors import DemoError
 from demos.deck.nbtools import parts, slide_count
@@ -32,7 +32,7 @@ FIXTURE = ROOT / "tests" / "fixtures" / "sample_deck.ipynb"
 
 def require_browser() -> None:
     try:
-        export.chromium_path()
+        printing.chromium_path()
         import playwright.sync_api  # noqa: F401
         if not (os.path.exists("/usr/bin/pdftoppm") or __import__("shutil").which("pdftoppm")):
             raise DemoError("pdftoppm (poppler-utils) is missing")
@@ -115,9 +115,9 @@ def exported(tmp_path_factory):
         questions_first(nb)  # as the export lays it out: each question on a page before its answer
         ex.items.append({"name": d["name"], "nb": nb, "html": ex.html_dir / f"{d['name']}.slides.html",
                          "slides": slide_count(nb), "execute_s": d["execute_s"], "pdf": Path(d["pdf"]),
-                         "pages": export.pdf_pages(Path(d["pdf"]))})
+                         "pages": printing.pdf_pages(Path(d["pdf"]))})
     # The plain slideshow view too (not the print view): walk it and measure each slide.
-    with export.serve(ex.html_dir) as base, export.browser() as ctx:
+    with printing.serve(ex.html_dir) as base, printing.browser() as ctx:
         page = ctx.new_page()
         page.on("request", lambda r: ex.requests.append(r.url))
         for it in ex.items:
@@ -189,7 +189,7 @@ def test_exported_slides_count_and_fit(exported):
 def test_pdf_one_page_per_slide_and_the_lecture_has_them_all(exported):
     for it in exported.items:
         assert it["pages"] == it["slides"], f"{it['name']}: {it['pages']} PDF pages for {it['slides']} slides"
-    assert export.pdf_pages(exported.lecture) == sum(it["slides"] for it in exported.items)
+    assert printing.pdf_pages(exported.lecture) == sum(it["slides"] for it in exported.items)
     info = subprocess.run(["pdfinfo", str(exported.items[0]["pdf"])], capture_output=True, text=True).stdout
     w, h = map(float, re.search(r"Page size:\s+([\d.]+) x ([\d.]+)", info).groups())
     assert abs(w / h - 16 / 9) < 0.02, info  # 1280×720 pages

@@ -13,13 +13,14 @@ import demos  # noqa: F401
 from demos.deck.demo import registered
 from demos.engine import plots
 from demos.engine.measurement import Run
-from demos.introspection import codegen
+from demos.introspection.inductor import MATMUL_EXTERNS
 from demos.topics import fusion, part_of
+from demos.topics.fusion_forms import N_HI
 from demos.engine.errors import DemoError
 from demos.engine.results import Record
-from demos.engine.workloads import WORKLOADS
+from demos.engine.workload_defs import WORKLOADS
 
-from demos.engine.devices import torch_device
+from demos.engine.devices import BACKENDS, torch_device
 
 N_SMALL = 2**14
 DEMOS = ("kernels", "timeline", "latency", "memory", "relayout", "dead_code")
@@ -37,7 +38,7 @@ def test_bytes_model_eager_15n_fused_3n():
 
 
 def test_panel_sizes_fit_the_device():
-    assert fusion.panel_n("cpu") == 2**19 and fusion.N_HI == {"cpu": 23, "gpu": 26}
+    assert fusion.panel_n("cpu") == 2**19 and N_HI == {"cpu": 23, "gpu": 26}
     assert fusion.default_n("cpu") == WORKLOADS["complex_activation"].defaults("cpu")["N"]
     assert fusion.panel_n("gpu") == 2**24  # the slider's power of two nearest the seed's 20M
     assert plots.pow2_label(2**19) == "2^19" and plots.pow2_label(3000) == "3,000"  # the sizes in its stamps
@@ -75,7 +76,7 @@ def test_claim_other_workloads_keep_matmuls_as_library_calls_and_fuse_the_rest()
     assert dead["extern"] == ["mm", "mm"] and dead["kernels"] == 1
     block = fusion.measure_kernels(Run(), "mlp_block")
     comp = block["forms"]["torch_compile"]
-    assert sum(1 for e in comp["extern"] if e in codegen.MATMUL_EXTERNS) == 2
+    assert sum(1 for e in comp["extern"] if e in MATMUL_EXTERNS) == 2
     assert comp["kernels"] < block["forms"]["torch_eager"]["count"] - 2  # the elementwise rest is fused
 
 
@@ -145,7 +146,7 @@ def test_claim_dead_matmul_is_gone_in_both_compilers():
     assert all(fusion.dead_code.check_claims(d).values()), (d["matmuls"], d["flops_ratio"])  # 3 → 2, 2/3 the FLOPs
     # where it goes: Dynamo's graph keeps it (AOTAutograd drops it before Inductor); JAX drops it lowering
     assert d["stages"] == {"Dynamo graph": 3, "Inductor code": 2, "jaxpr": 3, "StableHLO": 2, "optimized HLO": 2}
-    assert set(d["times"]) == set(demos.BACKENDS)
+    assert set(d["times"]) == set(BACKENDS)
     json.dumps(d)
 
 

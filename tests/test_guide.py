@@ -13,7 +13,7 @@ import types
 import pytest
 
 import demos  # noqa: F401  (environment before torch/JAX)
-from demos.engine.env import PROJECT_ROOT
+from demos.engine.settings import PROJECT_ROOT
 
 GUIDE = PROJECT_ROOT / "docs" / "authoring.md"
 
@@ -41,9 +41,41 @@ def example():
     sys.modules.pop("guide_example", None)
 
 
-def test_the_guides_example_is_short(example):
-    code = [ln for ln in guide_example().splitlines() if ln.strip() and not ln.startswith(("import ", "from "))]
-    assert len(code) <= 17, len(code)  # the demo itself, imports aside
+def deck_names(source: str) -> list[str]:
+    """The deck's names a block uses: what it imports from ``demos`` (a module's attributes it reads
+    named as ``asks.count``), what it reads of ``run`` (``run.timed``), and ``measure`` itself."""
+    import ast
+
+    tree = ast.parse(source)
+    imported = {a.asname or a.name for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)
+                and (n.module or "").startswith("demos") for a in n.names}
+    modules = {n.value.id for n in ast.walk(tree) if isinstance(n, ast.Attribute)
+               and isinstance(n.value, ast.Name) and n.value.id in imported}
+    names = {f"{n.value.id}.{n.attr}" for n in ast.walk(tree) if isinstance(n, ast.Attribute)
+             and isinstance(n.value, ast.Name) and n.value.id in modules | {"run"}}
+    return sorted((imported - modules) | names | {"measure"})
+
+
+def test_the_guides_example_is_short_and_uses_only_what_the_guide_explains(example):
+    source = guide_example()
+    lines = [ln for ln in source.splitlines() if ln.strip() and not ln.strip().startswith("#")]
+    names = deck_names(source)
+    assert len(lines) <= 15, len(lines)  # imports included
+    assert len(names) <= 12, names
+    guide = GUIDE.read_text()
+    concepts = guide[guide.index("The concepts an author learns"):guide.index("Then put it on a slide")]
+    assert not [n for n in names if f"`{n}" not in concepts and f"`{n.split('.')[-1]}" not in concepts], names
+    stated = re.search(r"It is (\d+) lines\. It uses (\w+) names", guide)  # the sentence above the list
+    assert stated and int(stated.group(1)) == len(lines), (stated and stated.group(0), len(lines))
+    assert stated.group(2) == ["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine",
+                               "ten", "eleven", "twelve"][len(names)], (stated.group(0), names)
+
+
+def test_counting_the_deck_names_counts_what_a_block_uses():
+    source = ("from demos.deck.demo import Demo, asks\nfrom numpy import sqrt\n"
+              "def measure_x(run, N=2):\n    return {'a': run.timed(lambda: sqrt(N)), 'b': run.timed(lambda: 1)}\n"
+              "x = Demo('x', 'X', measure=measure_x, ask=asks.among('q?', ('a', 'b', 'c'), lambda d: 0))\n")
+    assert deck_names(source) == ["Demo", "asks.among", "measure", "run.timed"]
 
 
 def test_the_guides_example_passes_the_checks_every_demo_gets(example):

@@ -169,7 +169,7 @@ def _bad_settings(tmp_path) -> dict[str, list[str]]:
         "ATEN_CPU_CAPABILITY": [], "ONEDNN_MAX_CPU_ISA": [], "MKL_ENABLE_INSTRUCTIONS": [], "TORCHINDUCTOR_CPP_MARCH": [],
         "DEMOS_CACHES_FOR": [],
     }
-    from demos.engine.devices import torch_or_none
+    from demos.engine.hardware import torch_or_none
 
     torch = torch_or_none()
     if torch is not None and not torch.cuda.is_available():
@@ -198,7 +198,8 @@ def test_each_malformed_setting_is_one_line_naming_it(tmp_path, monkeypatch):
 
 
 def test_a_device_the_machine_lacks_names_what_it_has(monkeypatch):
-    from demos.engine.devices import torch_device, torch_or_none
+    from demos.engine.devices import torch_device
+    from demos.engine.hardware import torch_or_none
 
     torch = torch_or_none()
     if torch is None or torch.cuda.is_available():

@@ -41,6 +41,7 @@ def test_the_chain_is_one_graph_and_six_ops_become_one_kernel(reports):
     assert (t["graphs"], t["breaks"], t["eager_ops"], t["kernels"]) == (1, 0, 6, 1)
     assert t["code_excerpt"][0].startswith("# kernel 1/1")
     assert t["compile_s"] > 0 and t["eager"]["p10_s"] <= t["eager"]["median_s"] <= t["eager"]["p90_s"]
+    assert t["compile_s"] <= t["first_s"]  # the first call less a compiled call
     j = reports["chain", "code"]["jax"]
     assert j["error"] == "" and j["jaxpr_eqns"] == 6 and j["fusions"] == 1 and j["flops"] > 0
     sweep = reports["chain", "code"]["sweep"]["torch"]

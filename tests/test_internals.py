@@ -224,7 +224,7 @@ def test_pipeline_stage_buttons_redraw_without_measuring(monkeypatch):
     def boom(*_a, **_kw):
         raise AssertionError("a stage button measured again")
 
-    monkeypatch.setattr("demos.deck.demo.Run", boom)  # a measurement starts by making its Run
+    monkeypatch.setattr("demos.deck.demo.DemoRun", boom)  # a measurement starts by making its DemoRun
     for name, value in (("torch_stage", "FX graph"), ("jax_stage", "jaxpr"), ("torch_stage", "guards"),
                         ("jax_stage", "StableHLO")):
         before, png = p.renders, p.last_png

@@ -134,6 +134,7 @@ def test_claim_compiled_training_step_faster_than_eager_at_an_op_heavy_size():
         d = _op_heavy_training()
         claims = model.speed.check_claims(d)
     assert claim in claims and all(claims.values()), (claims, d["rows"], model.speed_claims["op_heavy"].condition(d))
+    assert 0 < d["compile_s"] <= d["first_s"]  # the step's first compiled call less a steady one
 
 
 @cpu_only

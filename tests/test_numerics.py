@@ -8,7 +8,7 @@ import demos  # noqa: F401  (environment before torch/JAX)
 from demos.topics import numerics as nu
 from demos.engine.errors import DemoError
 from demos.engine.measurement import Run
-from demos.engine.workloads import tolerance
+from demos.engine.workload_defs import tolerance
 
 # one measurement context for the module: each (workload, dtype) is measured once, as a panel
 # toggling back and forth does

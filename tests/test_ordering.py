@@ -30,7 +30,7 @@ import pytest
 
 import demos  # noqa: F401  (environment before torch/JAX)
 from demos import topics
-from demos.engine.env import PROJECT_ROOT
+from demos.engine.settings import PROJECT_ROOT
 
 DEMOS = topics.load()
 KEYS = [d.key for d in DEMOS]

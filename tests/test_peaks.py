@@ -8,7 +8,7 @@ import demos  # noqa: F401  (environment before torch/JAX)
 from demos.engine import peaks as pk
 from demos.engine.devices import set_threads, torch_device
 from demos.engine.errors import DemoError
-from demos.engine.workloads import get as get_workload
+from demos.engine.workload_defs import get as get_workload
 
 
 # ---------------------------------------------------------------------------------------

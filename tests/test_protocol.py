@@ -95,7 +95,7 @@ def _module_level_caches(path) -> list[str]:
 def test_no_topic_keeps_a_cache_of_its_own_a_demo_remembers_in_run_cache():
     """A demo's memory between measurements is ``run.cache``, which ``forget()`` drops; a topic
     module keeping a cache at module level would survive a Run and measure from a stale state."""
-    from demos.engine.env import PROJECT_ROOT
+    from demos.engine.settings import PROJECT_ROOT
 
     offenders = {p.name: found for p in sorted((PROJECT_ROOT / "demos" / "topics").glob("*.py"))
                  if (found := _module_level_caches(p))}
@@ -110,6 +110,29 @@ def test_no_topic_keeps_a_cache_of_its_own_a_demo_remembers_in_run_cache():
                        "@functools.lru_cache\ndef f():\n    global _A\n"
                        "TABLE = dict(zip('ab', 'cd'))\nNAMES = {'a': 1}\n")  # constants are not caches
         assert len(_module_level_caches(bad)) == 5
+
+
+def test_forget_drops_its_own_demos_state_and_leaves_the_others():
+    """A Run in one panel measures that demo again from the declared state; another demo keeps its
+    latest measurement and what it keeps in ``run.cache`` (only the compilers' process-wide
+    in-memory caches are reset: ``Demo.forget`` says why)."""
+    from demos.deck import demo as dm
+
+    def measure(run, n: int = 2) -> dict:
+        return {"n": n, "made": run.cached("made", lambda: [n])}
+
+    a = dm.Demo("forget_a", "A", measure=measure, figure=lambda d, r: None)
+    b = dm.Demo("forget_b", "B", measure=measure, figure=lambda d, r: None)
+    try:
+        a.run(), b.run()
+        kept = b._state.cache["made"]
+        a.forget()
+        assert a._state.memo is None and not a._state.cache and a.shown() is None
+        assert b.shown()["n"] == 2 and b._state.cache["made"] is kept
+        assert protocol.cached_entries() == 0  # the engine's caches are emptied all the same
+    finally:
+        for d in (a, b):
+            dm._REGISTRY.pop(d.key, None)
 
 
 # -- the allocator ----------------------------------------------------------------------------
@@ -249,7 +272,8 @@ def test_a_slow_spell_falls_on_every_form_alike():
 
 # -- what kept results depend on ------------------------------------------------------------------
 def test_the_package_digest_changes_with_any_module(tmp_path):
-    from demos.engine.env import PROJECT_ROOT, package_digest
+    from demos.engine.env import package_digest
+    from demos.engine.settings import PROJECT_ROOT
 
     tree = tmp_path / "demos" / "engine"
     tree.mkdir(parents=True)

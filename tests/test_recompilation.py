@@ -15,6 +15,8 @@ from demos.engine.errors import DemoError
 from demos.engine.measurement import Run
 from demos.introspection import dynamo
 from demos.topics import recompilation as rc
+from demos.topics.recompilation_figures import summarize
+from demos.topics.recompilation_session import Event, bucket_of
 
 LENGTHS = rc.sweep_lengths(12)  # compare_modes' default: 24 calls, 12 distinct lengths (more than the limit)
 
@@ -23,12 +25,12 @@ LENGTHS = rc.sweep_lengths(12)  # compare_modes' default: 24 calls, 12 distinct 
 # Unit tests
 # ---------------------------------------------------------------------------------------
 def test_bucket_of_rounds_up_to_multiples():
-    assert rc.bucket_of(1, 64) == 64
-    assert rc.bucket_of(64, 64) == 64
-    assert rc.bucket_of(65, 64) == 128
-    assert rc.bucket_of(200, 64) == 256
+    assert bucket_of(1, 64) == 64
+    assert bucket_of(64, 64) == 64
+    assert bucket_of(65, 64) == 128
+    assert bucket_of(200, 64) == 256
     with pytest.raises(DemoError):
-        rc.bucket_of(0, 64)
+        bucket_of(0, 64)
 
 
 def test_sweep_lengths_are_deterministic_and_distinct():
@@ -52,11 +54,11 @@ def test_break_even_by_hand():
 
 
 def test_summarize_by_hand():
-    evs = [rc.Event(0, 10, 10, 1.0, compiled=True), rc.Event(1, 10, 10, 0.01),
-           rc.Event(2, 11, 11, 0.03, fallback=True), rc.Event(3, 10, 10, 0.02)]
-    s = rc.summarize(evs)
-    assert s["compiles"] == 1 and s["compile_s"] == 1.0
+    evs = [Event(0, 10, 10, 1.0, compiled=True), Event(1, 10, 10, 0.01),
+           Event(2, 11, 11, 0.03, fallback=True), Event(3, 10, 10, 0.02)]
+    s = summarize(evs)
     assert s["steady_s"] == pytest.approx(0.02)
+    assert s["compiles"] == 1 and s["compile_s"] == pytest.approx(0.98)  # the compiling call less a steady one
     assert s["fallback_calls"] == 1 and s["distinct_lengths"] == 2
     assert s["total_s"] == pytest.approx(1.06)
 
@@ -89,7 +91,7 @@ def sweeps():
 
 
 def _n_buckets(lengths, bucket):
-    return len({rc.bucket_of(s, bucket) for s in lengths})
+    return len({bucket_of(s, bucket) for s in lengths})
 
 
 def test_static_compiles_once_per_shape_until_the_limit_then_runs_eager(sweeps):
@@ -99,6 +101,9 @@ def test_static_compiles_once_per_shape_until_the_limit_then_runs_eager(sweeps):
     distinct = len(set(LENGTHS))
     assert distinct > limit
     assert d["compiles"] == limit, d["summary"]
+    for m in sweeps["modes"].values():  # compile_s: each compiling call less a steady call, never above them
+        s = m["summary"]
+        assert 0 <= s["compile_s"] <= sum(e["seconds"] for e in m["events"] if e["compiled"]) <= s["total_s"], s
     # one compile per new shape, in order, for the first `limit` shapes; repeats never compile
     compiled_calls = [e["i"] for e in d["events"] if e["compiled"]]
     assert compiled_calls == list(range(limit))
@@ -366,10 +371,10 @@ def test_figures_draw_a_recorded_run_beside(sweeps, latency):
     fig = rc.figure_compile_latency(latency, _recorded(latency))
     assert any("recorded (Test GPU)" in t.get_text() for t in fig.axes[-1].texts)
     static = sweeps["modes"]["static"]
-    fig = rc.figure_timeline(static, _recorded(static))
+    fig = rc.figure_live(static, _recorded(static))
     assert any("recorded: Test GPU" in t.get_text() for t in fig.axes[0].get_legend().get_texts())
     assert any("Beside it, recorded on" in t.get_text() for t in fig.texts)
-    alone = rc.figure_timeline(_recorded(static))  # a recorded-only export
+    alone = rc.figure_live(_recorded(static))  # a recorded-only export
     assert any("Recorded on" in t.get_text() for t in alone.texts)
 
 

@@ -111,7 +111,7 @@ def test_the_lever_measures_which_case_this_machine_is():
 
 
 def test_tolerances_come_from_the_unit_roundoff_and_the_length():
-    from demos.engine.workloads import tolerance
+    from demos.engine.workload_defs import tolerance
     from demos.topics import collectives as co
 
     assert tolerance("float32", 6)["rtol"] == pytest.approx(2 * 6 * 2.0**-24)

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from demos.engine.devices import torch_device
-from demos.engine.workloads import WORKLOADS
+from demos.engine.workload_defs import WORKLOADS
 from demos.topics import reuse
 
 N_SMALL = 2**14

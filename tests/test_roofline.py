@@ -13,6 +13,8 @@ from demos.engine.devices import device_name
 from demos.engine.errors import DemoError
 from demos.engine.measurement import Run
 from demos.topics import roofline as rf
+from demos.topics.roofline_figures import SEED
+from demos.topics.roofline_points import explain
 
 
 # ---------------------------------------------------------------------------------------
@@ -52,13 +54,13 @@ def test_the_h100_records_compiled_chain_is_host_time_per_call():
         sec = rec.sections["roofline"][name]
         chain = [p for p in sec["points"] if p["workload"] == "chain"]
         for p in chain:
-            why = rf.explain(p, sec["peaks"]["device"])
+            why = explain(p, sec["peaks"]["device"])
             if p["backend"] == "torch_eager":
                 assert why == "near the memory roof", (name, why)
             else:
                 assert p["ratio"] > 2 and "host time per call" in why, (name, p["backend"], p["ratio"], why)
         gemms = [p for p in sec["points"] if p["workload"] == "two_matmuls"]
-        assert all(rf.explain(p, "cuda") == "near the compute roof" for p in gemms)
+        assert all(explain(p, "cuda") == "near the compute roof" for p in gemms)
 
 
 def test_sizes_map_onto_workloads_and_refuse_nonsense():
@@ -331,7 +333,7 @@ def _rows(eager: float, compiled: float) -> dict:
 
 def test_payoff_claims_hold_for_the_seeds_a100_numbers_and_fail_when_matmuls_gain_much():
     seed = {w: {"rows": _rows(r["torch_eager"], r["torch_compile"]), "params": {"N": 2**25}}
-            for w, r in rf.SEED.items()}
+            for w, r in SEED.items()}
     l2 = {"device": "GPU", "levels": {"L2": 50 * 2**20}}  # an H100's
     gpu = rf.payoff_claims({"device": "cuda", "dtype": "float32", "workloads": seed, "cache_levels": l2})
     assert len(gpu) == 2 and all(gpu.values()), gpu  # chain 6.7×, two_matmuls 214 vs 183 µs

@@ -380,3 +380,73 @@ def test_topics_and_introspection_time_and_convert_through_the_engine():
     assert not found, "a second timing or conversion path:\n" + "\n".join(found)
     stale = sorted(set(CLOCKS_ALLOWED) - used)
     assert not stale, f"CLOCKS_ALLOWED names functions that read no clock now (remove them): {stale}"
+
+
+# Imports kept although the module never uses them, with why. Everything else a module imports
+# from demos it uses itself: a caller imports a name from the module that defines it.
+RE_EXPORTS_ALLOWED = {
+    # the vocabulary of a demo declaration: `from demos.deck.demo import Demo, Choice, Pow2, …`
+    # is how a topic declares one, so demo.py hands on the controls, Claim and asks
+    "demos/deck/demo.py": {"asks", "Claim", "Choice", "Code", "Float", "Int", "Pow2", "Pow2Range"},
+    # tests/conftest.py's require_browser still calls export.chromium_path() (it lives in
+    # demos.deck.printing); remove once conftest imports it from there
+    "demos/deck/export.py": {"chromium_path"},
+}
+
+
+def re_exports(source: str) -> list[tuple[int, str, str]]:
+    """``(line, name, module)`` for each ``from demos… import name`` (or ``import demos… as name``)
+    whose name the module never uses: an import kept only so that callers can take it from here.
+    A use is any reference to the name (string annotations included); ``__all__`` is not a use."""
+    tree = ast.parse(source)
+    used: set[str] = set()
+
+    def names_in(node: ast.AST) -> None:
+        for n in ast.walk(node):
+            if isinstance(n, ast.Name):
+                used.add(n.id)
+            elif isinstance(n, ast.Constant) and isinstance(n.value, str) and n in annotations:
+                try:
+                    names_in(ast.parse(n.value, mode="eval"))
+                except SyntaxError:
+                    pass
+
+    annotations = set()
+    for n in ast.walk(tree):
+        for ann in ([n.annotation] if isinstance(n, (ast.AnnAssign, ast.arg)) else []) + (
+                [n.returns] if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) else []):
+            if isinstance(ann, ast.Constant):
+                annotations.add(ann)
+    names_in(tree)
+    found = []
+    for n in ast.walk(tree):
+        if isinstance(n, ast.ImportFrom) and (n.level or (n.module or "").split(".")[0] == "demos"):
+            module = "." * n.level + (n.module or "")
+            found += [(n.lineno, a.asname or a.name, module) for a in n.names if (a.asname or a.name) not in used]
+        elif isinstance(n, ast.Import):
+            found += [(n.lineno, a.asname, a.name) for a in n.names
+                      if a.asname and a.name.split(".")[0] == "demos" and a.asname not in used]
+    return sorted(found)
+
+
+def test_no_module_re_exports_a_name_it_does_not_define():
+    """A module that imports a name only to hand it on makes callers import it from a module that
+    does not define it (the shims left by splitting a file): each caller imports it from where it is
+    defined instead. The one vocabulary block a topic declares demos with is in RE_EXPORTS_ALLOWED."""
+    assert re_exports("from demos.engine.hlo import parse_hlo, xla_code  # noqa: F401\n"
+                      "from demos.engine import devices as dv\nimport demos.engine.timing as timing\n"
+                      "__all__ = ['parse_hlo']\nx: 'dv.Thing' = xla_code()\n") == [
+        (1, "parse_hlo", "demos.engine.hlo"), (3, "timing", "demos.engine.timing")]
+    found, used = [], set()
+    for path in sorted((ROOT / "demos").rglob("*.py")):
+        rel = path.relative_to(ROOT).as_posix()
+        allowed = RE_EXPORTS_ALLOWED.get(rel, set())
+        for line, name, module in re_exports(path.read_text()):
+            if name in allowed:
+                used.add((rel, name))
+            else:
+                found.append(f"{rel}:{line}: {name} (from {module}) is imported but never used there: "
+                             f"make its callers import it from {module} and drop the import")
+    assert not found, "re-exported names:\n" + "\n".join(found)
+    stale = sorted((rel, n) for rel, names in RE_EXPORTS_ALLOWED.items() for n in names if (rel, n) not in used)
+    assert not stale, f"RE_EXPORTS_ALLOWED names imports that are used or gone now (remove them): {stale}"

@@ -1,9 +1,10 @@
 import numpy as np
 import pytest
 
-from demos import BACKENDS
+from demos.engine.devices import BACKENDS
 from demos.engine.errors import DemoError
-from demos.engine.workloads import WORKLOADS, get, prepare, tolerance
+from demos.engine.workload_defs import WORKLOADS, get, tolerance
+from demos.engine.workloads import prepare
 
 
 def quick(w):

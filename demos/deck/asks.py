@@ -134,14 +134,15 @@ def _claimed(claim, part: int | None) -> list[float]:
 
 def count(question: str, claim, options: Sequence[int] = (), *, part: int | None = None,
           noun: str = "", plural: str = "", fmt: str = "", open_top: bool = False,
-          read: Callable[[dict], Any] | None = None) -> Ask | Unbound:
+          read: Callable[[dict], Any] | None = None, when: Callable[[dict], bool] | None = None) -> Ask | Unbound:
     """Exact counts as choices: ``options`` and the count the claim states (its threshold, or
     component ``part`` of a tuple threshold). With ``open_top`` the largest reads "N or more" and
     takes every larger count. A choice reads "6 kernels" (``noun``) or as ``fmt`` ("{}N");
-    ``read`` overrides what is counted (default: the claim's value). Without the claim
-    (``count(question, options, ...)``), it is declared on the claim: ``Claim(..., ask=...)``."""
+    ``read`` overrides what is counted (default: the claim's value); ``when``: which panels ask it
+    (:attr:`Ask.when`). Without the claim (``count(question, options, ...)``), it is declared on
+    the claim: ``Claim(..., ask=...)``."""
     if not _claim_given(claim):
-        kw = dict(part=part, noun=noun, plural=plural, fmt=fmt, open_top=open_top, read=read)
+        kw = dict(part=part, noun=noun, plural=plural, fmt=fmt, open_top=open_top, read=read, when=when)
         return Unbound(lambda c: count(question, c, claim, **kw))
     values = sorted({int(v) for v in options} | {int(v) for v in _claimed(claim, part)})
     plural = plural or (noun + "s" if noun else "")
@@ -163,18 +164,20 @@ def count(question: str, claim, options: Sequence[int] = (), *, part: int | None
             return len(values) - 1
         return values.index(int(x)) if float(x).is_integer() and int(x) in values else None
 
-    return Ask(question, choices, pick, lambda d: label(int(read(d))))
+    return Ask(question, choices, pick, lambda d: label(int(read(d))), when)
 
 
 def bands(question: str, claim, extra: Sequence[float] = (), *, unit: str = "×", part: int | None = None,
-          digits: int = 3, read: Callable[[dict], float] | None = None) -> Ask | Unbound:
+          digits: int = 3, read: Callable[[dict], float] | None = None,
+          when: Callable[[dict], bool] | None = None) -> Ask | Unbound:
     """Ranges as choices, their edges the claim's thresholds (on every device kind, and both ends
     of a "within" band) and ``extra`` edges: "under 1×", "1–1.5×", "1.5–2×", "over 2×". ``read``
     overrides what is placed (default: the claim's value). ``claim`` None: a quantity the slide
-    shows but claims nothing of (a quiz's bins, no threshold), read by ``read``. Without the
-    claim (``bands(question, extra, ...)``), it is declared on the claim: ``Claim(..., ask=...)``."""
+    shows but claims nothing of (a quiz's bins, no threshold), read by ``read``. ``when``: which
+    panels ask it (:attr:`Ask.when`). Without the claim (``bands(question, extra, ...)``), it is
+    declared on the claim: ``Claim(..., ask=...)``."""
     if not _claim_given(claim):
-        kw = dict(unit=unit, part=part, digits=digits, read=read)
+        kw = dict(unit=unit, part=part, digits=digits, read=read, when=when)
         return Unbound(lambda c: bands(question, c, claim, **kw))
     claimed = set() if claim is None else set(_claimed(claim, part)) | {x for b in claim.bands() for x in b}
     edges = sorted(claimed | {float(e) for e in extra})
@@ -195,7 +198,7 @@ def bands(question: str, claim, extra: Sequence[float] = (), *, unit: str = "×"
         x = float(value(d))
         return (f"{x:,.0f}" if abs(x) >= 10 else f"{x:#.{digits}g}") + unit
 
-    return Ask(question, tuple(choices), pick, says)
+    return Ask(question, tuple(choices), pick, says, when)
 
 
 def among(question: str, choices: Sequence[str], pick: Callable[[dict], int | None],

@@ -22,9 +22,8 @@ from pathlib import Path
 from typing import Sequence
 
 from demos.deck.claims import HOLDS, NOT_HERE
-from demos.engine.env import PROJECT_ROOT
 from demos.engine.errors import one_line, release_memory
-from demos.engine.settings import get, raw, temporarily
+from demos.engine.settings import PROJECT_ROOT, get, raw, temporarily
 
 OUT = PROJECT_ROOT / "build" / "check"
 
@@ -130,7 +129,8 @@ def _busy_line(data: dict) -> str:
 
 
 def check_environment() -> list[Row]:
-    from demos.deck.present import cache_status, package_version as _version, widgets_problem
+    from demos.deck.present import cache_status, widgets_problem
+    from demos.engine.env import package_version as _version
     from demos.engine.devices import same_device
 
     rows = []
@@ -164,7 +164,7 @@ def table(rows: Sequence[Row]) -> str:
     return "\n".join(lines)
 
 
-def run(demos: Sequence, out: Path = OUT, verbose: bool = True, laws_only: bool = False) -> list[Row]:
+def check_demos(demos: Sequence, out: Path = OUT, verbose: bool = True, laws_only: bool = False) -> list[Row]:
     with temporarily({"DEMOS_STATIC": "1"}):  # headless: figures as PNG, no widgets (only while checking)
         return _run(demos, out, verbose, laws_only)
 
@@ -184,7 +184,7 @@ def _run(demos: Sequence, out: Path, verbose: bool, laws_only: bool = False) -> 
 
 def main(demos: Sequence, out: Path = OUT, laws_only: bool = False) -> int:
     t0 = time.perf_counter()
-    rows = run(demos, out, laws_only=laws_only)
+    rows = check_demos(demos, out, laws_only=laws_only)
     print()
     print(table(rows))
     where = out.relative_to(PROJECT_ROOT) if out.is_relative_to(PROJECT_ROOT) else out

@@ -18,7 +18,7 @@ import math
 import operator
 from typing import Any, Callable
 
-from demos.engine.workload_defs import POINTWISE_ROUNDINGS, UNIT_ROUNDOFF, unit_roundoff  # noqa: F401
+from demos.engine.workload_defs import POINTWISE_ROUNDINGS, unit_roundoff
 
 Data = dict[str, Any]
 When = Callable[[Data], "tuple[bool | None, str]"]

@@ -22,6 +22,7 @@ class Control:
     default: Any = None
     label: str = ""           # shown beside the widget (default: name)
     view: bool = False        # True: changes only the drawing, not the measurement
+    match: bool = False       # True: a recorded run is drawn beside only when measured at this value
 
     def values(self) -> list[Any]:
         """Every value the control can take, in order (for tests and the UI benchmark)."""

@@ -11,10 +11,13 @@ A topic module declares each live demo once, from a ``measure`` and a ``figure``
     ...     return f"sum of {data['N']} ones = {data['sum']:g}"
     >>> ones = Demo(
     ...     "ones", "Summing ones",
-    ...     controls=[Pow2("N", 2**12, lo=10, hi=16), Choice("dtype", "float32", options=("float32", "bfloat16"))],
+    ...     controls=[Pow2("N", 2**12, lo=10, hi=16),
+    ...               # match: a recorded run is drawn beside only when measured at this dtype
+    ...               Choice("dtype", "float32", options=("float32", "bfloat16"), match=True)],
     ...     measure=measure_sum, figure=figure_sum,
-    ...     match=("dtype",),          # a recorded run is drawn beside only when these agree
     ... )
+    >>> ones.matching
+    ('dtype',)
     >>> ones.run({"N": 2**10})["sum"]
     1024.0
     >>> ones.run({"N": 3})
@@ -95,7 +98,6 @@ class Demo:
     measure: Callable[..., dict] = None               # measure(run, **values) -> JSON-able dict
     # figure(data, reference) -> Figure; None: each timed form's median as a bar (plots.timing_bars)
     figure: Callable[[dict, dict | None], Any] | None = None
-    match: tuple[str, ...] = ()                       # the recorded run is drawn beside when these agree
     # how the panel paces its measurements and what else it does (a PanelSpec, or its pacing alone)
     panel: PanelSpec | str = "live"
     configs: Configs = Configs()
@@ -145,6 +147,11 @@ class Demo:
     @property
     def derived(self) -> Callable[[dict], dict] | None:
         return self.panel.derived
+
+    @property
+    def matching(self) -> tuple[str, ...]:
+        """The controls on which a recorded run must agree to be drawn beside (``match=True``)."""
+        return tuple(c.name for c in self.control_list() if c.match)
 
     @property
     def button(self) -> bool:
@@ -261,15 +268,16 @@ class Demo:
         return load_warmed(self) if self.opens_warmed else None
 
     def forget(self) -> None:
-        """Back to the declared state: this demo's latest measurement dropped, every demo's cache
-        (``run.cache``) and the engine's caches emptied, Dynamo's and JAX's in-memory caches reset
-        (:func:`demos.engine.protocol.forget_all`), so the next run measures again. Only the
-        persistent compile caches carry over. Other demos keep their latest measurement (what
-        their panels show, which the judgment slide reads): it is a result, not state a
-        measurement starts from."""
+        """Back to the declared state: this demo's latest measurement and its cache (``run.cache``)
+        dropped, so the next run measures again. Other demos keep theirs (what their panels show,
+        which the judgment slide reads, and what they compiled). The compilers' in-memory caches
+        are the process's, not a demo's: Dynamo keys compiled code on the code object (a second
+        instance of a model class hits the first one's graph), JAX on the function (a new
+        ``jax.jit`` of the same function does not trace again), and demos share model classes and
+        workloads; so they are reset whole (:func:`demos.engine.protocol.forget_all`), and another
+        demo's compiled copy compiles again at its next call. The persistent caches carry over."""
         self._state.memo = None
-        for demo in _REGISTRY.values():
-            demo._state.cache.clear()
+        self._state.cache.clear()
         forget_all()
 
     # -- recorded runs -------------------------------------------------------------------
@@ -285,7 +293,7 @@ class Demo:
             return self.seed_reference(values) if seed else None
         if values is not None:
             recorded_values = data.get("values", {})
-            if any(k in recorded_values and recorded_values[k] != values.get(k) for k in self.match):
+            if any(k in recorded_values and recorded_values[k] != values.get(k) for k in self.matching):
                 return None
         out = dict(data)
         out["recorded"] = True
@@ -384,8 +392,8 @@ class Demo:
             ref = self.reference(values, seed=False)
             if ref is None:
                 raise DemoError(f"the recorded run has no {self.key} measurement"
-                                + (f" for {', '.join(f'{k}={values.get(k)}' for k in self.match)}"
-                                   if self.match else ""))
+                                + (f" for {', '.join(f'{k}={values.get(k)}' for k in self.matching)}"
+                                   if self.matching else ""))
             ref = self.in_view(ref, values)  # the cell's view of the record
             return Drawn(self.draw(ref, None), data=ref)
         t0 = time.perf_counter()

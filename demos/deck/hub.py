@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator
 
-from demos.engine.env import PROJECT_ROOT
+from demos.engine.settings import PROJECT_ROOT
 from demos.engine.errors import DemoError
 
 COURSE_CONFIG = PROJECT_ROOT / "docs" / "jupyterhub_config.py"

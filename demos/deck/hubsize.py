@@ -32,7 +32,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from demos.engine.env import PROJECT_ROOT
+from demos.engine.settings import PROJECT_ROOT
 
 OUT = PROJECT_ROOT / "build" / "hubsize"
 PAGE_SIZE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096

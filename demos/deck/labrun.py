@@ -21,7 +21,7 @@ from typing import Any
 
 from demos.deck.turns import WAITING
 from demos.deck.walk import SHOWN_IMG, shutdown_kernels
-from demos.engine.env import PROJECT_ROOT
+from demos.engine.settings import PROJECT_ROOT
 
 OUT = PROJECT_ROOT / "build" / "labrun"
 PAGE_W, PAGE_H = 1400, 900
@@ -176,6 +176,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def _run(args) -> int:
     from demos.deck import export, present
+    from demos.deck.printing import browser
     from demos.engine.outputs import output_folder, write_atomic
     from demos.engine.plots import live_stamp
 
@@ -186,7 +187,7 @@ def _run(args) -> int:
     runs = []
     try:
         present.wait_ready(plan, proc, timeout=180)
-        with export.browser() as ctx:
+        with browser() as ctx:
             for nb in notebooks:
                 run = run_all(ctx, plan, nb.relative_to(PROJECT_ROOT).as_posix(), shots=out)
                 print(json.dumps(run), flush=True)

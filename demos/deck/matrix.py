@@ -28,7 +28,7 @@ import time
 from pathlib import Path
 from typing import Sequence
 
-from demos.engine.env import PROJECT_ROOT
+from demos.engine.settings import PROJECT_ROOT
 from demos.engine.errors import one_line
 
 OUT = PROJECT_ROOT / "build" / "matrix"

@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from demos.engine.env import PROJECT_ROOT
+from demos.engine.settings import PROJECT_ROOT
 
 SLIDES_DIR = PROJECT_ROOT / "slides"
 

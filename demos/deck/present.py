@@ -32,10 +32,10 @@ import webbrowser
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from demos.engine.env import (CACHE_ROOT, FINGERPRINT, PROJECT_ROOT, VERSIONED, cache_problem, compile_root,
-                              other_fingerprints, package_digest, package_version)
+from demos.engine.env import (CACHE_ROOT, FINGERPRINT, VERSIONED, cache_problem, compile_root, other_fingerprints,
+                              package_digest, package_version)
 from demos.engine.errors import DemoError
-from demos.engine.settings import get, parse
+from demos.engine.settings import PROJECT_ROOT, get, parse
 
 LOOPBACK_NAMES = ("localhost",)
 WARM_MARKER = CACHE_ROOT / "warm.json"

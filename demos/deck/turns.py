@@ -136,7 +136,8 @@ def frameworks_imported() -> None:
     if _IMPORTED:
         return
     _IMPORTED.append(True)
-    from demos.engine.devices import jax_or_none, torch_or_none
+    from demos.engine.devices import jax_or_none
+    from demos.engine.hardware import torch_or_none
 
     torch = torch_or_none()
     if torch is not None:

@@ -63,7 +63,7 @@ def _layouts(panel) -> int:
     return sum(getattr(fig.get_layout_engine(), "runs", 0) for fig, _axes in figures)
 
 
-def run(demos: Sequence, repeats: int = 6, verbose: bool = True) -> list[dict[str, Any]]:
+def bench_demos(demos: Sequence, repeats: int = 6, verbose: bool = True) -> list[dict[str, Any]]:
     rows = []
     for demo in demos:
         panel = demo.open_panel()

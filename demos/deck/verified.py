@@ -13,7 +13,7 @@ import re
 import sys
 from pathlib import Path
 
-from demos.engine.env import PROJECT_ROOT
+from demos.engine.settings import PROJECT_ROOT
 
 BEGIN, END = "<!-- records:begin -->", "<!-- records:end -->"
 README = PROJECT_ROOT / "README.md"

@@ -22,7 +22,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-from demos.engine.env import PROJECT_ROOT
+from demos.engine.settings import PROJECT_ROOT
 from demos.engine.errors import DemoError
 
 SLIDE_W, SLIDE_H = 1280, 720
@@ -380,6 +380,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def _walk(args) -> int:
     from demos.deck import export, present
+    from demos.deck.printing import browser
     from demos.engine.outputs import output_folder, write_atomic
     from demos.engine.plots import live_stamp
 
@@ -393,7 +394,7 @@ def _walk(args) -> int:
     console: list[dict] = []
     try:
         present.wait_ready(plan, proc, timeout=180)
-        with export.browser() as ctx:
+        with browser() as ctx:
             where: dict = {}
             watch_console(ctx, console, where)
             for nb in notebooks:

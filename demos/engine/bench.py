@@ -8,8 +8,9 @@ from typing import Callable, Iterable
 from demos.engine.devices import BACKENDS, working_backends
 from demos.engine.errors import DemoError, is_oom, one_line, release_memory
 from demos.engine.results import Record, Row
-from demos.engine.timing import first_call, fmt_seconds, measure
-from demos.engine.workloads import WORKLOADS, check_backend, clear_input_cache, get, prepare
+from demos.engine.timing import compile_seconds, first_call, fmt_seconds, measure
+from demos.engine.workload_defs import WORKLOADS, check_backend, get
+from demos.engine.workloads import clear_input_cache, prepare
 
 
 def run_one(
@@ -43,7 +44,7 @@ def run_one(
         prep = prepare(w, backend, params, dtype, device=device, **prepare_kw)
         first, _ = first_call(prep.fn, prep.sync)
         t = measure(prep.fn, prep.sync, warmup=1, budget_s=budget_s)
-        compile_s = max(first - t.median, 0.0) if backend in ("torch_compile", "jax_jit") else None
+        compile_s = compile_seconds(first, t.median) if backend in ("torch_compile", "jax_jit") else None
         return Row(w.name, backend, params, dtype, device, t.median, t.p10, t.p90, t.n, compile_s,
                    extra={"first_s": first})
     except Exception as exc:

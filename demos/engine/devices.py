@@ -16,11 +16,11 @@ from typing import Any, Callable
 
 from demos.engine.env import package_version
 from demos.engine.errors import DemoError
-from demos.engine.hardware import present_devices, torch_or_none  # noqa: F401  (the names callers know)
+from demos.engine.hardware import torch_or_none
 from demos.engine.settings import get, parse, raw
 
 DTYPES = ("float32", "bfloat16", "float16")
-# The four forms every workload runs in (also ``demos.BACKENDS``).
+# The four forms every workload runs in.
 BACKENDS = ("torch_eager", "torch_compile", "jax_eager", "jax_jit")
 
 

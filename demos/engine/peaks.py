@@ -20,7 +20,8 @@ from demos.engine.devices import device_kind, device_name, dtype_supported, jax_
 from demos.engine.convert import to_jax
 from demos.engine.errors import DemoError, is_oom, release_memory
 from demos.engine.timing import measure, sync_jax, sync_torch
-from demos.engine.workloads import available, get as get_workload, prepare
+from demos.engine.workload_defs import get as get_workload
+from demos.engine.workloads import available, prepare
 from demos.engine.measurement import Run, quiet
 from demos.engine.protocol import engine_cache
 

@@ -7,6 +7,7 @@ show an H200 run recorded last month, and exports can draw without measuring.
 """
 from __future__ import annotations
 
+import copy
 import datetime as _dt
 import json
 import re
@@ -15,11 +16,12 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any, Iterable
 
-from demos.engine.env import PROJECT_ROOT
+from demos.engine.settings import PROJECT_ROOT
 from demos.engine.errors import DemoError
 
-SCHEMA = "jit-deck/record@3"  # @2: sections are {topic: {demo name: data}}; @3: one timing schema
-KNOWN_SCHEMAS = (SCHEMA, "jit-deck/record@2")  # an @2 record is upgraded on reading (upgrade_timings)
+# @2: sections are {topic: {demo name: data}}; @3: one timing schema; @4: compile_s has one meaning
+SCHEMA = "jit-deck/record@4"
+KNOWN_SCHEMAS = (SCHEMA, "jit-deck/record@3", "jit-deck/record@2")  # older ones are upgraded on reading
 RESULTS_DIR = PROJECT_ROOT / "assets" / "results"
 
 
@@ -131,8 +133,10 @@ class Record:
         for key, kind in (("machine", dict), ("rows", list), ("sections", dict)):
             if not isinstance(d.get(key, kind()), kind):
                 raise DemoError(f"{source}: '{key}' is a {type(d[key]).__name__}, not a {kind.__name__}")
-        if schema != SCHEMA:
+        if schema == "jit-deck/record@2":
             d = upgrade_timings(d)
+        if schema != SCHEMA:
+            d = upgrade_compile_s(d)
         try:
             rows = [Row.from_dict(r) for r in d.get("rows", [])]
         except (TypeError, AttributeError) as exc:
@@ -188,6 +192,53 @@ def upgrade_timings(o: Any) -> Any:
     is_timing = all(k in o for k in _OLD_TIMING_KEYS)
     return {(_OLD_TIMING_KEYS.get(k, k) if is_timing else "first_s" if k == "first_call_s" else k): upgrade_timings(v)
             for k, v in o.items()}
+
+
+# Where a record before @4 stored a whole first call as ``compile_s``: (topic, demo, the path to
+# the dict in the demo's data, "*" for each key, and the path in that dict to its steady call)
+_FIRST_CALLS_AS_COMPILE_S = (
+    ("model", "speed", (), ("rows", "torch_compile", "median_s")),
+    ("yourfn", "inspector", ("report", "torch"), ("compiled", "median_s")),
+    ("autotune", "gemms", ("rows", "*"), ("steady", "median_s")),
+)
+# Where it stored a session's compiling calls summed whole: a dict with ``events`` and ``summary``
+_SESSIONS = (("recompilation", "recompile_live", ()), ("recompilation", "compare_modes", ("modes", "*")))
+
+
+def _at(o: Any, path: tuple[str, ...]) -> list[Any]:
+    """The values at ``path`` in nested dicts ("*": every key), leaving out what is missing."""
+    if not path:
+        return [o]
+    if not isinstance(o, dict):
+        return []
+    keys = list(o) if path[0] == "*" else [path[0]] if path[0] in o else []
+    return [v for k in keys for v in _at(o[k], path[1:])]
+
+
+def upgrade_compile_s(d: dict[str, Any]) -> dict[str, Any]:
+    """A record before @4 with ``compile_s`` in its one meaning (``timing.first_call``): where it
+    held a whole first call, that call becomes ``first_s`` and ``compile_s`` that call less its
+    steady call (left out where the record has none); a session's summed compiling calls each lose
+    the session's steady call. A copy; nothing else changes."""
+    from demos.engine.timing import compile_seconds
+
+    d = {**d, "sections": copy.deepcopy(d.get("sections", {}))}
+    sections = d["sections"]
+    for topic, demo, path, steady_path in _FIRST_CALLS_AS_COMPILE_S:
+        for o in _at(sections.get(topic, {}).get(demo), path):
+            if isinstance(o, dict) and "compile_s" in o and "first_s" not in o:
+                o["first_s"] = first = o.pop("compile_s")
+                steady = _at(o, steady_path)
+                if isinstance(first, (int, float)) and steady and isinstance(steady[0], (int, float)):
+                    o["compile_s"] = compile_seconds(first, steady[0])
+    for topic, demo, path in _SESSIONS:
+        for o in _at(sections.get(topic, {}).get(demo), path):
+            summary, events = (o.get("summary"), o.get("events")) if isinstance(o, dict) else (None, None)
+            if isinstance(summary, dict) and "compile_s" in summary and isinstance(events, list):
+                steady = summary.get("steady_s") or 0.0
+                summary["compile_s"] = float(sum(compile_seconds(e["seconds"], steady) for e in events
+                                                 if isinstance(e, dict) and e.get("compiled")))
+    return d
 
 
 def jsonable(o: Any) -> Any:

@@ -24,7 +24,7 @@ from typing import Any, Callable, Iterator
 from demos.engine.errors import DemoError
 from demos.engine.hardware import missing_device, present_devices
 
-# The checkout: slides/, .cache/ and build/ are under it (demos.engine.env re-exports it).
+# The checkout: slides/, .cache/ and build/ are under it.
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 TRUE = ("1", "true", "yes", "on")
 FALSE = ("0", "false", "no", "off")

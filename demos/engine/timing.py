@@ -14,7 +14,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from demos.engine.devices import torch_device, torch_or_none
+from demos.engine.devices import torch_device
+from demos.engine.hardware import torch_or_none
 
 _clock = time.perf_counter
 
@@ -134,11 +135,22 @@ def sync_for(backend: str, device: str | None = None) -> Callable[[Any], None]:
 
 
 def first_call(fn: Callable[[], Any], sync: Callable[[Any], None] = no_sync) -> tuple[float, Any]:
-    """Time one call (the one that compiles), synchronised. Returns (seconds, output)."""
+    """Time one call (the one that compiles), synchronised. Returns (seconds, output).
+
+    The deck's two names for what it times, defined here once: ``first_s`` is a whole first call
+    (compile and one run); ``compile_s`` is the seconds compiling added: a compile timed alone (no
+    run, e.g. ``jax.jit(f).lower(*xs).compile()``), or, where the compile happens inside the first
+    call, that call less a steady-state call (:func:`compile_seconds`), summed over compiles."""
     t0 = _clock()
     out = fn()
     sync(out)
     return _clock() - t0, out
+
+
+def compile_seconds(first_s: float, steady_s: float) -> float:
+    """``compile_s`` of a compile made inside a first call: ``first_s`` less one steady call (never
+    below 0)."""
+    return max(first_s - steady_s, 0.0)
 
 
 class Stopwatch:

@@ -296,7 +296,7 @@ def fresh_json(module: str, arg: str, env: dict[str, str], timeout: float, *, sl
     the last JSON object it printed. A measurement that must start from nothing (empty compile
     caches, a device count fixed as JAX starts) runs this way. One line on failure: ``slow`` past
     ``timeout`` seconds, ``failed: <its last stderr line>`` otherwise."""
-    from demos.engine.env import PROJECT_ROOT
+    from demos.engine.settings import PROJECT_ROOT
 
     full = dict(os.environ, **env)
     full.pop("DEMOS_STATIC", None)

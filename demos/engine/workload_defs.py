@@ -20,8 +20,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Callable
 
-from demos.engine.devices import BACKENDS
-from demos.engine.devices import device_kind
+from demos.engine.devices import BACKENDS, device_kind
 from demos.engine.errors import DemoError, unknown_name
 
 ITEMSIZE = {"float32": 4, "bfloat16": 2, "float16": 2}

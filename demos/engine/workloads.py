@@ -10,8 +10,8 @@ cache), and the compiled forms are one wrapper per function (:func:`compiled_tor
 :func:`jitted`), reused across calls and registered as engine caches.
 
 The workloads themselves (the torch/JAX twins, their sizes and cost model, ``WORKLOADS``,
-:func:`get`, :func:`tolerance`, …) are defined in :mod:`demos.engine.workload_defs` and
-importable from here too, as before the split.
+:func:`get`, :func:`tolerance`, …) are defined in :mod:`demos.engine.workload_defs`: import
+them from there.
 """
 from __future__ import annotations
 
@@ -22,7 +22,6 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from demos.engine.devices import (
-    BACKENDS,
     check_dtype,
     free_memory_bytes,
     jax_or_none,
@@ -34,25 +33,7 @@ from demos.engine.devices import (
 from demos.engine.errors import DemoError, unknown_name
 from demos.engine.protocol import engine_cache
 from demos.engine.timing import sync_for
-from demos.engine.workload_defs import (  # noqa: F401  (re-exported: the names callers know)
-    ITEMSIZE,
-    WORKLOADS,
-    Param,
-    Workload,
-    chain_jax,
-    chain_torch,
-    check_backend,
-    complex_activation_jax,
-    complex_activation_torch,
-    get,
-    mlp_block_jax,
-    mlp_block_torch,
-    mlp_dead_code_jax,
-    mlp_dead_code_torch,
-    tolerance,
-    two_matmuls_jax,
-    two_matmuls_torch,
-)
+from demos.engine.workload_defs import ITEMSIZE, Workload, check_backend, get
 
 
 # ---------------------------------------------------------------------------------------

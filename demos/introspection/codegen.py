@@ -12,13 +12,11 @@ the counts a slide needs (and ``to_dict()`` for JSON records):
 
 This module holds what uses both for the seed workloads:
 ``workload_inductor_code(name, params, dtype)`` and ``workload_xla_code(name, params, dtype)``,
-cached per sizes/dtype/device in an engine cache (``clear_cache()`` empties it). It also
-re-exports the two modules' public names (``parse_inductor``, ``parse_hlo``, ``excerpt``,
-``generated_excerpt``, ``hlo_excerpt``, ``stablehlo_excerpt``, ``fold_cpp``, ``strip_hlo``,
-``MATMUL_EXTERNS``, …), so ``codegen.X`` reads as it did before the split.
+cached per sizes/dtype/device in an engine cache (``clear_cache()`` empties it). Everything
+else (the parsers, excerpts and foldings) is imported from the module that defines it.
 
-The parsers ``parse_inductor(source)`` and ``parse_hlo(text)`` are pure functions of text and
-can be used on code captured any other way.
+The parsers ``inductor.parse_inductor(source)`` and ``hlo.parse_hlo(text)`` are pure functions
+of text and can be used on code captured any other way.
 
 Capturing Inductor's code never resets ``torch._dynamo``: the function is compiled through a
 fresh copy of its code object, so wrappers other demos hold stay compiled (and Inductor's
@@ -29,43 +27,10 @@ from __future__ import annotations
 from typing import Any
 
 from demos.engine.protocol import engine_cache
-from demos.introspection.hlo import (  # noqa: F401  (re-exported: the names callers know)
-    XlaCode,
-    excerpt,
-    hlo_excerpt,
-    parse_hlo,
-    shorten,
-    stablehlo_excerpt,
-    strip_hlo,
-    xla_code,
-)
-from demos.introspection.hlo import shorten as _shorten  # noqa: F401  (its name before the split)
-from demos.introspection.inductor import (  # noqa: F401  (re-exported: the names callers know)
-    MATMUL_EXTERNS,
-    InductorCode,
-    call_body,
-    fold_cpp,
-    fold_triton,
-    generated_excerpt,
-    inductor_code,
-    parse_inductor,
-)
+from demos.introspection.hlo import XlaCode, xla_code
+from demos.introspection.inductor import InductorCode, inductor_code
 
-__all__ = [
-    "InductorCode",
-    "XlaCode",
-    "inductor_code",
-    "xla_code",
-    "parse_inductor",
-    "parse_hlo",
-    "workload_inductor_code",
-    "workload_xla_code",
-    "excerpt",
-    "generated_excerpt",
-    "hlo_excerpt",
-    "stablehlo_excerpt",
-    "clear_cache",
-]
+__all__ = ["workload_inductor_code", "workload_xla_code", "clear_cache"]
 
 # ---------------------------------------------------------------------------------------
 # Seed workloads, cached
@@ -79,7 +44,7 @@ def clear_cache() -> None:
 
 def _key(kind: str, workload: str, params: dict | None, dtype: str, device: str | None, extra: Any = None):
     from demos.engine.devices import torch_device
-    from demos.engine.workloads import get
+    from demos.engine.workload_defs import get
 
     device = device or torch_device()
     w = get(workload)

@@ -35,7 +35,7 @@ from demos.introspection.hooks import InductorBackend
 def measure(spec: dict[str, Any]) -> dict[str, Any]:
     """Runs inside the fresh interpreter: first call and steady state per backend (an error
     becomes one line for that backend)."""
-    from demos.engine.workloads import get
+    from demos.engine.workload_defs import get
 
     if spec.get("kind") == "first_call":
         return first_calls(spec)

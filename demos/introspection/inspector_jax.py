@@ -17,7 +17,7 @@ from demos.engine.devices import require_jax
 from demos.engine.errors import one_line
 from demos.engine.protocol import fresh_function
 from demos.engine.timing import first_call, sync_jax
-from demos.introspection import codegen, dynamo
+from demos.introspection import dynamo, hlo
 from demos.introspection.inspector_inputs import BUDGET_S, time_against, user_error
 
 
@@ -40,10 +40,10 @@ def inspect_jax(fn: Callable, xs: list, budget_s: float = BUDGET_S) -> dict[str,
         out["error"] = user_error(exc, filename)
         out["line"] = next((fr.lineno for fr in traceback.extract_tb(exc.__traceback__) if fr.filename == filename), None)
         return out
-    code = codegen.xla_code(f, *xs)
+    code = hlo.xla_code(f, *xs)
     out.update(jaxpr_eqns=code.jaxpr_eqns, fusions=code.fusion_count, kernels=code.kernel_count,
                library_calls=code.library_calls, flops=(code.cost or {}).get("flops"),
-               bytes=(code.cost or {}).get("bytes accessed"), hlo_excerpt=codegen.hlo_excerpt(code.hlo)[:40],
+               bytes=(code.cost or {}).get("bytes accessed"), hlo_excerpt=hlo.hlo_excerpt(code.hlo)[:40],
                jaxpr=code.jaxpr.splitlines()[:30])
     jitted = jax.jit(f)
     sync = sync_jax()

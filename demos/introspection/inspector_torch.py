@@ -29,8 +29,8 @@ from demos.engine.errors import DemoError
 from demos.engine.model_zoo import dispatched_ops
 from demos.engine.measurement import quiet
 from demos.engine.protocol import fresh_function
-from demos.engine.timing import break_even, first_call, sync_torch
-from demos.introspection import codegen, dynamo
+from demos.engine.timing import break_even, compile_seconds, first_call, sync_torch
+from demos.introspection import dynamo, inductor
 from demos.introspection.hooks import output_code
 from demos.introspection.inspector_inputs import BUDGET_S, EAGER_STAGE, time_against, user_error
 from demos.introspection.inspector_jax import jax_sweep
@@ -95,7 +95,8 @@ def _breaks(fn: Callable, xs: list, filename: str) -> dict[str, Any]:
 
 def _cold_compile(fn: Callable, xs: list, sync) -> tuple[float, Any, list[str]]:
     """torch.compile (Inductor) of a fresh copy, first call timed with every cache bypassed
-    (``force_disable_caches``): compile seconds, the compiled callable, the generated code."""
+    (``force_disable_caches``): the first call's seconds (compile and one run), the compiled
+    callable, the generated code."""
     torch = require_torch()
     from torch._inductor import config as inductor_config
 
@@ -206,12 +207,12 @@ def inspect_torch(fn: Callable, xs: list, budget_s: float = BUDGET_S, progress=N
             secs, compiled, codes = _cold_compile(fn, xs, sync)
         except Exception as exc:
             raise DemoError(f"torch.compile failed: {user_error(exc, filename)}") from None
-        out["compile_s"] = secs
+        out["first_s"] = secs
         if codes:
-            parsed = codegen.parse_inductor(codes, device=device)
+            parsed = inductor.parse_inductor(codes, device=device)
             out["kernels"] = parsed.kernel_count
             out["library_calls"] = parsed.library_calls
-            out["code_excerpt"] = codegen.generated_excerpt(parsed)[:60]
+            out["code_excerpt"] = inductor.generated_excerpt(parsed)[:60]
         else:
             out["kernels"], out["library_calls"], out["code_excerpt"] = 0, [], ["# nothing was compiled: it all ran eagerly"]
         compiled_ts = [t.detach().clone() for t in _tensors(compiled(*_clone(xs)))]
@@ -219,7 +220,8 @@ def inspect_torch(fn: Callable, xs: list, budget_s: float = BUDGET_S, progress=N
         progress(0.55, "timing eager and compiled, interleaved")
         a, b = _clone(xs), _clone(xs)
         e, c = time_against(out, ("eager", lambda: fn(*a)), ("compiled", lambda: compiled(*b)), sync, budget_s)
-    calls = break_even(secs, e, c)
+    out["compile_s"] = compile_seconds(secs, c)
+    calls = break_even(out["compile_s"], e, c)
     out["pays_after"] = math.ceil(calls) if math.isfinite(calls) else None
     return out
 

@@ -65,7 +65,7 @@ def preload() -> float:
     t0 = time.perf_counter()
 
     def torch_profiler() -> None:
-        from demos.engine.devices import torch_or_none
+        from demos.engine.hardware import torch_or_none
         from demos.introspection.profiling import quiet_native_stderr
 
         torch = torch_or_none()
@@ -76,7 +76,8 @@ def preload() -> float:
     def inductor() -> None:
         # the first torch.compile in a process pays ~7 s of one-time set-up (Dynamo, Inductor,
         # the code cache) even when every kernel is cached; pay it here, on a tiny function
-        from demos.engine.devices import cxx_problem, torch_device, torch_or_none
+        from demos.engine.devices import cxx_problem, torch_device
+        from demos.engine.hardware import torch_or_none
 
         torch = torch_or_none()
         if torch is not None and not (torch_device() == "cpu" and cxx_problem()):

@@ -69,7 +69,7 @@ def figure_gemms(data: dict[str, Any], reference: dict[str, Any] | None = None):
         elif mode == "jax_jit":
             said = "jax.jit (XLA's optimized HLO)"
         else:
-            said = f"{mode}: first call {rows[mode]['compile_s']:.1f} s"
+            said = f"{mode}: first call {rows[mode]['first_s']:.1f} s"
         lx.text(0, y + 0.085, said, transform=lx.transAxes, fontsize=11.5, va="bottom")
     for kind, color in KIND_COLORS.items():
         lx.scatter([], [], marker="s", s=80, color=color, label=kind)

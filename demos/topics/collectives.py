@@ -90,11 +90,19 @@ def _dp_gradients(d: dict) -> int | None:
     return len(found) if ok else None
 
 
+def _on_forward(fn: Callable[[dict], Any]) -> Callable[[dict], Any]:
+    """``fn`` read from a forward measurement (the question is about the forward), else nothing."""
+    return lambda d: fn(d) if _forward(d) else None
+
+
 sharding_claims = Claims(
     Claim("data parallel, forward: {threshold} collectives (each device holds its rows of x and every weight)",
           lambda d: len(_found(d, DP)), "==", 0, applies=_forward, key="dp"),
     Claim("tensor parallel (Megatron), forward: {threshold} collective, an all-reduce of the [batch, width] output",
-          _megatron, "==", 1, applies=_forward, key="megatron"),
+          _megatron, "==", 1, applies=_forward, key="megatron",
+          ask=asks.count("Tensor parallel (Megatron): w1 split by columns, w2 by rows, over 4 devices. How many "
+                         "collectives does XLA insert in the forward?", (0, 2, 4),
+                         noun="collective", read=_on_forward(_megatron))),
     Claim("w1 split on its rows: one all-reduce of [batch, hidden], {threshold:g}× the bytes of Megatron's",
           _rows_vs_megatron, "==", SIZES["hidden"] / SIZES["width"], applies=_forward, key="rows"),
     Claim("batch and weights split (FSDP-like), forward: {threshold} all-gathers, each a whole weight",
@@ -105,22 +113,14 @@ sharding_claims = Claims(
 )
 
 
-def _on_forward(fn: Callable[[dict], Any]) -> Callable[[dict], Any]:
-    """``fn`` read from a forward measurement (the question is about the forward), else nothing."""
-    return lambda d: fn(d) if _forward(d) else None
-
-
 sharding = Demo(
     "sharding", "Collectives the partitioner inserts",
-    controls=[Choice("step", "forward", options=STEPS, toggle=True),
-              Choice("devices", 4, options=DEVICES, toggle=True)],
-    measure=measure_sharding, figure=figure_sharding, match=("step", "devices"),
+    controls=[Choice("step", "forward", options=STEPS, toggle=True, match=True),
+              Choice("devices", 4, options=DEVICES, toggle=True, match=True)],
+    measure=measure_sharding, figure=figure_sharding,
     # a fresh process measures (its device count is fixed as JAX starts): no thread policy here
     panel=PanelSpec("warmed", worker=True),
     configs=Configs(warm=[{}, {"step": "training"}]), claims=sharding_claims,
-    ask=asks.count("Tensor parallel (Megatron): w1 split by columns, w2 by rows, over 4 devices. How many "
-                   "collectives does XLA insert in the forward?", sharding_claims["megatron"], (0, 2, 4),
-                   noun="collective", read=_on_forward(_megatron)),
 )
 
 

@@ -29,10 +29,10 @@ from demos.engine.measurement import Run
 from demos.engine.peaks import bandwidth, torch_threads
 from demos.engine.protocol import cores
 from demos.engine.timing import sync_for
-from demos.engine.workloads import ITEMSIZE, get as get_workload, prepare
+from demos.engine.workload_defs import ITEMSIZE, get as get_workload
+from demos.engine.workloads import prepare
 from demos.introspection import profiling
-from demos.topics.eager_figures import (effective_bandwidth, figure_regimes, figure_sync_trap,  # noqa: F401
-                                        figure_timeline, regime_at)
+from demos.topics.eager_figures import figure_regimes, figure_sync_trap, figure_timeline
 
 DTYPES = ("float32", "bfloat16")
 
@@ -70,17 +70,17 @@ def measure_timeline(run: Run, N: int | None = None, dtype: str = "float32", pas
 
 timeline_claims = Claims(
     Claim("eager issues {threshold} separate aten ops", lambda d: d["counts"]["ops"], "==", 6, key="ops"),
-    Claim("each op runs as its own kernel ({threshold})", lambda d: d["counts"]["kernels"], ">=", 6, key="kernels"),
+    Claim("each op runs as its own kernel ({threshold})", lambda d: d["counts"]["kernels"], ">=", 6, key="kernels",
+          ask=asks.count("One eager call of complex_activation: six tensor ops in the source. How many kernels run?",
+                         (1, 2, 3), noun="kernel", open_top=True)),
 )
 
 
 timeline = Demo(
     "timeline", "Eager timeline",
-    controls=lambda kind: [Pow2("N", TIMELINE_N[kind], lo=TIMELINE_EXP[kind][0], hi=TIMELINE_EXP[kind][1]), Choice("dtype", "float32", options=DTYPES)],
-    measure=measure_timeline, figure=figure_timeline, match=("dtype",),
+    controls=lambda kind: [Pow2("N", TIMELINE_N[kind], lo=TIMELINE_EXP[kind][0], hi=TIMELINE_EXP[kind][1]), Choice("dtype", "float32", options=DTYPES, match=True)],
+    measure=measure_timeline, figure=figure_timeline,
     configs=Configs(quick={"N": 2**16}), claims=timeline_claims,
-    ask=asks.count("One eager call of complex_activation: six tensor ops in the source. How many kernels run?",
-                   timeline_claims["kernels"], (1, 2, 3), noun="kernel", open_top=True),
 )
 
 
@@ -138,8 +138,9 @@ def _seed_trap(values: dict) -> dict | None:
 
 sync_trap = Demo(
     "sync_trap", "The timing trap",
-    controls=[Choice("workload", "two_matmuls", options=TRAP_WORKLOADS), Choice("dtype", "float32", options=DTYPES)],
-    measure=measure_sync_trap, figure=figure_sync_trap, match=("workload", "dtype"),
+    controls=[Choice("workload", "two_matmuls", options=TRAP_WORKLOADS, match=True),
+              Choice("dtype", "float32", options=DTYPES, match=True)],
+    measure=measure_sync_trap, figure=figure_sync_trap,
     seed=Reported(_seed_trap, "the seed lecture notebook ('PyTorch and JAX') on an A100-class GPU"),
     configs=Configs(warm=[{"workload": w, "dtype": d} for w in TRAP_WORKLOADS for d in DTYPES]),
     # one sentence per backend measured (two measured clocks compared: no threshold). A regime whose
@@ -305,7 +306,7 @@ def _regimes_controls(kind: str) -> list:
     dlo, dhi = SWEEP_DEFAULT[kind]
     controls = [Choice("op", "add", options=list(OPS)),
                 Pow2Range("N_range", (2**dlo, 2**dhi), label="N range", lo=blo, hi=bhi),
-                Choice("dtype", "float32", options=DTYPES)]
+                Choice("dtype", "float32", options=DTYPES, match=True)]
     if kind == "cpu":
         # one intra-op thread by default: the sweep is about dispatch vs memory traffic, and on a
         # busy machine waking a second thread per op can cost milliseconds (try "all")
@@ -378,7 +379,7 @@ def _leaves_floor(d: dict) -> int | None:
 
 regimes = Demo(
     "regimes", "Regimes",
-    controls=_regimes_controls, measure=measure_regimes, figure=figure_regimes, panel="warmed", match=("dtype",),
+    controls=_regimes_controls, measure=measure_regimes, figure=figure_regimes, panel="warmed",
     # warm: the profiler's first start and the regimes panel's machine constants
     configs=Configs(warm=[{"N_range": (2**SWEEP_QUICK[0], 2**SWEEP_QUICK[1])}],
                     quick={"N_range": (2**SWEEP_QUICK[0], 2**SWEEP_QUICK[1])}),

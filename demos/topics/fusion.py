@@ -33,13 +33,14 @@ from demos.engine.devices import BACKENDS, device_kind, require_jax, torch_devic
 from demos.engine.errors import DemoError
 from demos.engine.measurement import Run
 from demos.engine.timing import sync_jax
-from demos.engine.workloads import ITEMSIZE, get, jitted, prepare
-from demos.introspection import codegen, dynamo, profiling
+from demos.engine.workload_defs import ITEMSIZE, get
+from demos.engine.workloads import jitted, prepare
+from demos.introspection import codegen, dynamo, hlo, profiling
 from demos.topics.fusion_code import fused_hlo_lines, jaxpr_buffers, relayout_lines, wrapper_lines
-from demos.topics.fusion_figures import (SEED, figure_dead_code, figure_kernels, figure_latency,  # noqa: F401
-                                         figure_memory, figure_relayout, figure_timeline)
-from demos.topics.fusion_forms import (DTYPES, N_HI, WORKLOAD, add_kernel_times, default_n,  # noqa: F401
-                                       n_dtype_controls, panel_n, profiled_compiled, relayout_inputs, time_form)
+from demos.topics.fusion_figures import (figure_dead_code, figure_kernels, figure_latency, figure_memory,
+                                         figure_relayout, figure_timeline)
+from demos.topics.fusion_forms import (DTYPES, WORKLOAD, add_kernel_times, default_n, n_dtype_controls,
+                                       panel_n, profiled_compiled, relayout_inputs, time_form)
 from demos.topics.fusion_reads import buffers, elements_moved, jax_memory, kernel_counts, kernel_named
 
 DEAD = "mlp_dead_code"
@@ -89,18 +90,19 @@ kernels_claims = Claims(
     Claim({"cpu": WORKLOAD + ": {0} aten ops become {1} fused kernel (torch.compile) and {3} fusion (jax.jit)",
            "gpu": WORKLOAD + ": {0} CUDA kernels become {1} fused kernel (torch.compile) and {3} fusion (jax.jit)"},
           kernel_counts, {"cpu": "==", "gpu": (">=", "==", "==", "==")}, (6, 1, 1, 1),
-          applies=lambda d: d["workload"] == WORKLOAD, key="fused"),
+          applies=lambda d: d["workload"] == WORKLOAD, key="fused",
+          ask=asks.count("complex_activation: six tensor ops. Compiled by torch.compile, how many kernels does one "
+                         "call run?", (2, 3), part=1, noun="kernel")),
 )
 
 
 kernels = Demo(
     "kernels", "Kernels per call, four forms",
-    controls=[Choice("workload", WORKLOAD, options=COUNT_WORKLOADS), Choice("dtype", "float32", options=DTYPES)],
-    measure=measure_kernels, figure=figure_kernels, match=("workload",),
+    controls=[Choice("workload", WORKLOAD, options=COUNT_WORKLOADS, match=True),
+              Choice("dtype", "float32", options=DTYPES)],
+    measure=measure_kernels, figure=figure_kernels,
     configs=Configs(warm=[{"workload": w, "dtype": d} for w in COUNT_WORKLOADS for d in DTYPES]),
     claims=kernels_claims,
-    ask=asks.count("complex_activation: six tensor ops. Compiled by torch.compile, how many kernels does one "
-                   "call run?", kernels_claims["fused"], (2, 3), part=1, noun="kernel"),
 )
 
 
@@ -184,7 +186,9 @@ def _warm_latency(demo: Demo) -> None:
 latency_claims = Claims(
     Claim("eager must move {0:g}N elements, fused {1:g}N", elements_moved, "==", (15, 3), key="bytes"),
     Claim("torch.compile beats torch eager by over {threshold:g}×", lambda d: d["speedup_torch"], ">",
-          {"gpu": 2.0}, key="speedup", **regime(when=over_cache(lambda d: d["N"] * ITEMSIZE[d["dtype"]]))),
+          {"gpu": 2.0}, key="speedup", **regime(when=over_cache(lambda d: d["N"] * ITEMSIZE[d["dtype"]])),
+          ask=asks.bands("Eager moves 15N elements per call, fused 3N. How many times faster is torch.compile "
+                         "than eager here?", (1, 5), read=lambda d: d["speedup_torch"])),
 )
 
 
@@ -192,8 +196,6 @@ latency = Demo(
     "latency", "Latency of the four forms",
     controls=n_dtype_controls(12), measure=measure_latency, figure=figure_latency,
     configs=Configs(warm=_warm_latency, record={"budget_s": 0.5}, quick={"budget_s": 0.05}), claims=latency_claims,
-    ask=asks.bands("Eager moves 15N elements per call, fused 3N. How many times faster is torch.compile than "
-                   "eager here?", latency_claims["speedup"], (1, 5), read=lambda d: d["speedup_torch"]),
 )
 
 
@@ -235,7 +237,8 @@ def measure_memory(run: Run, N: int | None = None, dtype: str = "float32") -> di
 memory_claims = Claims(
     Claim("torch.compile needs under 1/{threshold:g} of eager's peak memory",
           lambda d: d["forms"]["torch_eager"]["peak_bytes"] / max(d["forms"]["torch_compile"]["peak_bytes"], 1),
-          ">", {"gpu": 3}, key="peak"),
+          ">", {"gpu": 3}, key="peak",
+          ask=asks.bands("One call: eager's peak memory ÷ torch.compile's. How large?", (1.5, 5))),
     Claim("torch eager allocates {0} N-sized buffers, torch.compile {1} (the output)", buffers, "==",
           {"cpu": (6, 1)}, key="buffers"),
     Claim("jax.jit: {0} bytes of temporaries, {1:g} output", jax_memory, "==", {"cpu": (0, 1)}, key="jax"),
@@ -246,7 +249,6 @@ memory = Demo(
     "memory", "Buffer reuse: peak memory",
     controls=n_dtype_controls(14), measure=measure_memory, figure=figure_memory,
     configs=Configs(warm=[{"dtype": d} for d in DTYPES]), claims=memory_claims,
-    ask=asks.bands("One call: eager's peak memory ÷ torch.compile's. How large?", memory_claims["peak"], (1.5, 5)),
 )
 
 
@@ -273,8 +275,8 @@ def measure_relayout(run: Run, B: int = 64, H: int = 4, D: int = 1024, K: int = 
     require_jax()
     run.progress(0.2, "lowering and timing the einsum…")
     x, xt, w = relayout_inputs(run, B, H, D, K, dtype)
-    written = codegen.xla_code(einsum_as_written, x, w)
-    pre = codegen.xla_code(einsum_pretransposed, xt, w)
+    written = hlo.xla_code(einsum_as_written, x, w)
+    pre = hlo.xla_code(einsum_pretransposed, xt, w)
     out: dict[str, Any] = {"B": B, "H": H, "D": D, "K": K, "dtype": dtype, "backend": written.backend,
                            "forms": {}, "extra": f"einsum B,H,D,K={B},{H},{D},{K}, {dtype}, "
                                                  f"XLA backend {written.backend}"}
@@ -369,7 +371,9 @@ def measure_dead_code(run: Run, B: int | None = None, dtype: str = "float32",
 
 dead_code_claims = Claims(
     Claim("the dead matmul is gone: {0} matmuls → {1} (torch.compile and jax.jit)",
-          lambda d: tuple(d["matmuls"].get(b) for b in BACKENDS), "==", (3, 2, 3, 2), key="matmuls"),
+          lambda d: tuple(d["matmuls"].get(b) for b in BACKENDS), "==", (3, 2, 3, 2), key="matmuls",
+          ask=asks.count("Three matmuls written, one result never read. How many matmuls does torch.compile run?",
+                         (1, 3), part=1, noun="matmul")),
     Claim("the compiled forms do 2/3 of the FLOPs (compiled ÷ eager within {lo:g}–{hi:g})",
           lambda d: d["flops_ratio"], "within", (0.66, 0.67), key="flops"),
 )
@@ -383,6 +387,4 @@ dead_code = Demo(
     measure=measure_dead_code, figure=figure_dead_code,
     configs=Configs(warm=[{"dtype": d} for d in DTYPES], record={"budget_s": 0.5}, quick={"budget_s": 0.05}),
     claims=dead_code_claims,
-    ask=asks.count("Three matmuls written, one result never read. How many matmuls does torch.compile run?",
-                   dead_code_claims["matmuls"], (1, 3), part=1, noun="matmul"),
 )

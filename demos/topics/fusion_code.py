@@ -1,7 +1,8 @@
 """What part 2's figures show of generated code, picked out of what the compilers wrote: the
 calls in Inductor's wrapper, the excerpt of XLA's optimized HLO, the buffers a jaxpr keeps live
 and the relayout einsum's transposes. :mod:`demos.topics.fusion` measures with them; the text
-itself comes from :mod:`demos.introspection.codegen`.
+itself comes from :mod:`demos.introspection.codegen`, the helpers that cut it from
+:mod:`demos.introspection.hlo`.
 """
 from __future__ import annotations
 
@@ -9,13 +10,14 @@ import math
 import re
 from typing import Any
 
-from demos.introspection import codegen
+from demos.introspection.hlo import XlaCode, excerpt, shorten
+from demos.introspection.inductor import InductorCode
 
 FUSED_HLO = (r"^(ROOT )?%\S+ = .* (fusion|dot|custom-call|copy|transpose)\(",)  # the entry's ops a fusion slide shows
 RELAYOUT_HLO = (r" (transpose|copy|dot|fusion|custom-call)\(",)  # the ops that show where XLA put the heads
 
 
-def wrapper_lines(ind: codegen.InductorCode, keep: int = 5, width: int = 62) -> list[str]:
+def wrapper_lines(ind: InductorCode, keep: int = 5, width: int = 62) -> list[str]:
     """The first ``keep`` lines of Inductor's wrapper worth showing: what runs (kernels and extern
     calls) when there are at least three, else those and the allocations; asserts, frees, comments,
     argument unpacking and reinterpreted views left out."""
@@ -26,7 +28,7 @@ def wrapper_lines(ind: codegen.InductorCode, keep: int = 5, width: int = 62) -> 
     calls = [s for s in wrapper if "extern_kernels." in s or any(s.startswith(k) for k in ind.kernels)]
     if len(calls) >= 3:
         wrapper = calls  # what runs; allocations only when there is room
-    return [codegen._shorten(s, width) for s in wrapper[:keep]]
+    return [shorten(s, width) for s in wrapper[:keep]]
 
 
 def _drop_views(line: str) -> str:
@@ -44,7 +46,7 @@ def _drop_views(line: str) -> str:
 _EMPTY = re.compile(r"^(?P<buf>\w+) = empty_strided\w*\((?P<shape>\([^)]*\)).*?torch\.(?P<dtype>\w+)\)$")
 
 
-def plan_lines(ind: codegen.InductorCode, keep: int = 9, width: int = 60) -> list[str]:
+def plan_lines(ind: InductorCode, keep: int = 9, width: int = 60) -> list[str]:
     """Inductor's memory plan as its wrapper states it, in order: allocations (``buf0 = new
     (1024, 1024)``), ``# reuse`` lines (a dead buffer taken over under a new name) and what runs
     (kernels, extern calls); asserts, frees, comments and argument unpacking left out, views
@@ -59,19 +61,19 @@ def plan_lines(ind: codegen.InductorCode, keep: int = 9, width: int = 60) -> lis
             s = f"{m.group('buf')} = new {m.group('shape')} {m.group('dtype')}"
         elif not ("# reuse" in s or "extern_kernels." in s or any(s.startswith(k) for k in ind.kernels)):
             continue
-        out.append(codegen._shorten(s.replace("extern_kernels.", ""), width))
+        out.append(shorten(s.replace("extern_kernels.", ""), width))
     return out[:keep]
 
 
 def fused_hlo_lines(entry: str) -> list[str]:
     """Three lines of XLA's optimized entry computation: its fusions, dots, custom calls and copies."""
-    return codegen.excerpt(entry, FUSED_HLO, max_lines=3, width=62)
+    return excerpt(entry, FUSED_HLO, max_lines=3, width=62)
 
 
-def relayout_lines(code: codegen.XlaCode) -> list[str]:
+def relayout_lines(code: XlaCode) -> list[str]:
     """The relayout einsum's HLO as a slide shows it: three entry ops, then up to two transposes."""
-    return (codegen.excerpt(code.entry, RELAYOUT_HLO, max_lines=3, width=64)
-            + [codegen._shorten(s, 64) for s in code.transposes][:2])
+    return (excerpt(code.entry, RELAYOUT_HLO, max_lines=3, width=64)
+            + [shorten(s, 64) for s in code.transposes][:2])
 
 
 def jaxpr_buffers(jaxpr: Any, min_bytes: int) -> list[dict[str, Any]]:

@@ -7,7 +7,7 @@ from typing import Any
 from demos.engine.devices import BACKENDS
 from demos.engine import plots
 from demos.engine.timing import fmt_seconds
-from demos.engine.workloads import ITEMSIZE
+from demos.engine.workload_defs import ITEMSIZE
 from demos.introspection import profiling
 
 # seed chapter 'Optimizations' (000): 731 µs → 144 µs at N = 20M on the author's GPU, 6 kernels → 1

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from demos.engine.workloads import ITEMSIZE
+from demos.engine.workload_defs import ITEMSIZE
 
 
 def kernel_counts(d: dict[str, Any]) -> tuple:

@@ -41,10 +41,11 @@ from demos.engine.devices import device_kind, require_jax, require_torch, set_th
 from demos.engine.errors import DemoError, one_line
 from demos.engine.measurement import Run
 from demos.engine.timing import Stopwatch, sync_for
-from demos.engine.workloads import compiled_torch, jitted, tolerance
+from demos.engine.workload_defs import tolerance
+from demos.engine.workloads import compiled_torch, jitted
 from demos.introspection import dynamo
-from demos.topics.internals_code import MAX_LINES, jax_side, slim_stages, source_lines, torch_side  # noqa: F401
-from demos.topics.internals_examples import VARIANTS, _bind_frameworks, _variant  # noqa: F401
+from demos.topics.internals_code import jax_side, slim_stages, source_lines, torch_side
+from demos.topics.internals_examples import VARIANTS, _bind_frameworks, _variant
 from demos.topics.internals_inputs import CHANGES, changed_inputs, inputs_1d
 from demos.topics.internals_figures import (JAX_STAGES, TORCH_STAGES, figure_breaks, figure_capture_cost,
                                             figure_guards, figure_pipeline)
@@ -57,7 +58,7 @@ PIPELINE_WORKLOADS = ("complex_activation", "chain", "two_matmuls", "mlp_block",
 # 1. The pipeline: both compilers, stage by stage
 # =======================================================================================
 def _sizes(workload: str, size: str) -> dict[str, int]:
-    from demos.engine.workloads import get
+    from demos.engine.workload_defs import get
 
     w = get(workload)
     if size == "small":
@@ -71,7 +72,7 @@ def measure_pipeline(run: Run, workload: str = "complex_activation", size: str =
                      dtype: str = "float32") -> dict[str, Any]:
     """Both compilers' stages for one workload at these sizes (kept in ``run.cache`` per sizes, dtype
     and device). A side that cannot run (JAX missing, dtype unsupported) carries an ``error`` line."""
-    from demos.engine.workloads import get
+    from demos.engine.workload_defs import get
 
     w = get(workload)
     params, device = _sizes(w.name, size), torch_device()
@@ -125,7 +126,8 @@ pipeline_claims = Claims(
            "gpu": "Inductor generates {threshold} Triton kernel, named after the ops it fused (sin, cos, mul, add, relu)"},
           _fused_kernels, "==", 1, applies=_is("complex_activation"), key="kernel"),
     Claim("XLA's optimized HLO holds {threshold} fusion", _hlo_fusions, "==", 1, applies=_is("complex_activation"),
-          key="fusion"),
+          key="fusion", ask=asks.count("complex_activation under jax.jit: how many fusions does XLA's optimized HLO "
+                                       "hold?", (2, 3, 6), noun="fusion")),
     Claim("mlp_block: the {0} matmuls stay library calls, the elementwise rest is fused around them",
           lambda d: (_torch_counts(d).get("library calls"), _torch_counts(d).get("kernels"), _hlo_fusions(d)),
           ("==", "within", ">="), (2, (1, 4), 2), applies=_is("mlp_block"), key="library"),
@@ -134,16 +136,14 @@ pipeline_claims = Claims(
 
 pipeline = Demo(
     "pipeline", "Inside the compilers: the pipeline",
-    controls=[Choice("workload", "complex_activation", options=PIPELINE_WORKLOADS),
+    controls=[Choice("workload", "complex_activation", options=PIPELINE_WORKLOADS, match=True),
               Choice("torch_stage", "generated code", label="torch.compile", options=TORCH_STAGES, toggle=True, view=True),
               Choice("jax_stage", "optimized HLO", label="jax.jit", options=JAX_STAGES, toggle=True, view=True),
-              Choice("dtype", "float32", options=DTYPES),
+              Choice("dtype", "float32", options=DTYPES, match=True),
               Choice("size", "default", options=("default", "small"), toggle=True)],
-    measure=measure_pipeline, figure=figure_pipeline, match=("workload", "dtype"),
+    measure=measure_pipeline, figure=figure_pipeline,
     configs=Configs(warm=[{"workload": w} for w in PIPELINE_WORKLOADS], quick={"size": "small"}, slim=slim_stages),
     claims=pipeline_claims,
-    ask=asks.count("complex_activation under jax.jit: how many fusions does XLA's optimized HLO hold?",
-                   pipeline_claims["fusion"], (2, 3, 6), noun="fusion"),
 )
 
 
@@ -157,7 +157,7 @@ def measure_guards(run: Run, change: str = "dtype → float64", N: int | None = 
                    dtype: str = "float32") -> dict[str, Any]:
     """Compile ``complex_activation`` (dynamic=False, Dynamo capture only), call it again with the
     same inputs, then with one property changed; report guards, timings and any recompile."""
-    from demos.engine.workloads import complex_activation_torch
+    from demos.engine.workload_defs import complex_activation_torch
 
     if change not in CHANGES:
         raise DemoError(f"unknown change {change!r}; valid: {', '.join(CHANGES)}")
@@ -195,7 +195,9 @@ guards_claims = Claims(
     # "recompiles": the second compile of the same function
     Claim(lambda d: f"{d['change']}: recompiles, and the failed guard says '{CHANGE_WORDS[d['change']]}'",
           lambda d: d["compiles"] if d["recompiled"] and CHANGE_WORDS[d["change"]] in d["failed_guard"] else None,
-          "==", 2, applies=lambda d: d["change"] in CHANGE_WORDS, key="recompiles"),
+          "==", 2, applies=lambda d: d["change"] in CHANGE_WORDS, key="recompiles",
+          ask=asks.count("Compiled on float32 inputs, then called with float64 ones: how many compiles in all?",
+                         (1, 3), noun="compile")),
     Claim("fresh tensors with the same properties do not recompile ({threshold} compile)",
           lambda d: None if d["recompiled"] else d["compiles"], "==", 1,
           applies=lambda d: d["change"] not in CHANGE_WORDS, key="no_recompile"),
@@ -204,10 +206,8 @@ guards_claims = Claims(
 
 guards = Demo(
     "guards", "Guards and the recompile they trigger",
-    controls=[Choice("change", "dtype → float64", label="then call it with", options=CHANGES)],
-    measure=measure_guards, figure=figure_guards, match=("change",), claims=guards_claims,
-    ask=asks.count("Compiled on float32 inputs, then called with float64 ones: how many compiles in all?",
-                   guards_claims["recompiles"], (1, 3), noun="compile"),
+    controls=[Choice("change", "dtype → float64", label="then call it with", options=CHANGES, match=True)],
+    measure=measure_guards, figure=figure_guards, claims=guards_claims,
 )
 
 
@@ -271,7 +271,9 @@ breaks_claims = Claims(
     Claim("{d[variant]}: torch.compile's output matches eager", lambda d: d["torch_matches"], key="matches", **AGREES),
     Claim("branch on a tensor value: torch.compile makes {0} graphs and {1} break, at the `if`",
           lambda d: _graphs_breaks(d) if _break_at(d, "if ") else None, "==", (2, 1), applies=_example_is("branch"),
-          key="branch_breaks"),
+          key="branch_breaks",
+          ask=asks.count("An `if` on a tensor's value inside the function: how many graphs does torch.compile make?",
+                         (1, 3), part=0, noun="graph")),
     Claim("branch on a tensor value: jax.jit raises",
           lambda d: not d["jax"]["ok"] and d["jax"]["error_type"] in ("TracerBoolConversionError",
                                                                       "ConcretizationTypeError"),
@@ -291,11 +293,9 @@ breaks_claims = Claims(
 
 graph_breaks = Demo(
     "graph_breaks", "Graph breaks: Dynamo vs jax.jit",
-    controls=[Choice("variant", "branch", label="function", options=[(v["title"], k) for k, v in VARIANTS.items()])],
-    measure=measure_breaks, figure=figure_breaks, match=("variant",),
+    controls=[Choice("variant", "branch", label="function", options=[(v["title"], k) for k, v in VARIANTS.items()], match=True)],
+    measure=measure_breaks, figure=figure_breaks,
     configs=Configs(warm=[{"variant": v} for v in VARIANTS]), claims=breaks_claims,
-    ask=asks.count("An `if` on a tensor's value inside the function: how many graphs does torch.compile make?",
-                   breaks_claims["branch_breaks"], (1, 3), part=0, noun="graph"),
 )
 
 
@@ -378,7 +378,9 @@ def _cost_rows(d: dict[str, Any]) -> dict[str, dict]:
 cost_claims = Claims(
     Claim("torch.compile runs the if-branch as {0} graphs, torch.where and torch.cond as {1}",
           lambda d: tuple(_cost_rows(d)[k].get("graphs") for k in ("compile_branch", "compile_where", "compile_cond")),
-          "==", (2, 1, 1), key="graphs"),
+          "==", (2, 1, 1), key="graphs",
+          ask=asks.count("The `if` rewritten as torch.where: how many graphs does torch.compile make?",
+                         (2, 3), part=1, noun="graph")),
     Claim("every form runs and agrees with eager within tolerance",
           lambda d: all("error" not in r and r.get("matches_eager") for r in d["rows"]), key="agree", **AGREES),
     Claim({"gpu": "on a GPU, the one-graph torch.where beats the broken compile"},
@@ -390,10 +392,9 @@ cost_claims = Claims(
 
 capture_cost = Demo(
     "capture_cost", "What a graph break costs",
-    controls=lambda kind: [Pow2("N", COST_N[kind][0], label="N (elements)", lo=COST_N[kind][1], hi=COST_N[kind][2]),
-                           Choice("dtype", "float32", options=DTYPES)],
-    measure=measure_capture_cost, figure=figure_capture_cost, panel="warmed", match=("N", "dtype"),
+    controls=lambda kind: [Pow2("N", COST_N[kind][0], label="N (elements)", lo=COST_N[kind][1], hi=COST_N[kind][2],
+                                match=True),
+                           Choice("dtype", "float32", options=DTYPES, match=True)],
+    measure=measure_capture_cost, figure=figure_capture_cost, panel="warmed",
     configs=Configs(record={"budget_s": 0.3}, quick={"N": 2**16, "budget_s": 0.05}), claims=cost_claims,
-    ask=asks.count("The `if` rewritten as torch.where: how many graphs does torch.compile make?",
-                   cost_claims["graphs"], (2, 3), part=1, noun="graph"),
 )

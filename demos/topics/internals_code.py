@@ -12,7 +12,7 @@ import re
 from typing import Any, Callable
 
 from demos.engine.measurement import Progress
-from demos.introspection import codegen, dynamo
+from demos.introspection import codegen, dynamo, hlo, inductor
 
 MAX_LINES = 400  # kept per stage in a measurement (figures show the first ~24; a record keeps 60)
 
@@ -28,7 +28,7 @@ def torch_side(w, params: dict[str, int], dtype: str, device: str, progress: Pro
     code = codegen.workload_inductor_code(w.name, params, dtype, device)
     return {
         "stages": {"FX graph": "\n\n".join(cap["graphs"]).splitlines()[:MAX_LINES],
-                   "guards": cap["guards_plain"], "generated code": codegen.generated_excerpt(code)[:MAX_LINES]},
+                   "guards": cap["guards_plain"], "generated code": inductor.generated_excerpt(code)[:MAX_LINES]},
         "counts": {"graphs": cap["graph_count"], "guards": cap["guard_count"],
                    "kernels": code.kernel_count, "library calls": len(code.extern_calls)},
         "kernels": list(code.kernels), "extern_calls": list(code.extern_calls),
@@ -42,8 +42,8 @@ def jax_side(w, params: dict[str, int], dtype: str, device: str) -> dict[str, An
     xc = codegen.workload_xla_code(w.name, params, dtype, device)
     return {
         "stages": {"jaxpr": xc.jaxpr.splitlines()[:MAX_LINES],
-                   "StableHLO": codegen.stablehlo_excerpt(xc.stablehlo)[:MAX_LINES],
-                   "optimized HLO": codegen.hlo_excerpt(xc.hlo)[:MAX_LINES]},
+                   "StableHLO": hlo.stablehlo_excerpt(xc.stablehlo)[:MAX_LINES],
+                   "optimized HLO": hlo.hlo_excerpt(xc.hlo)[:MAX_LINES]},
         "counts": {"jaxpr eqns": xc.jaxpr_eqns, "StableHLO ops": xc.stablehlo_ops,
                    "HLO fusions": xc.fusion_count, "HLO ops": xc.kernel_count},
         "fusions": list(xc.fusions), "backend": xc.backend,

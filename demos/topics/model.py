@@ -30,14 +30,14 @@ from typing import Any, Callable
 from demos.deck import asks
 from demos.deck.claims import Claim, Claims, regime
 from demos.deck.conditions import measured, rounding_text
-from demos.deck.demo import Choice, Configs, Demo, Pow2
+from demos.deck.demo import Choice, Configs, Demo
 from demos.engine import model_zoo as zoo
 from demos.engine.devices import device_kind, require_torch, torch_device
 from demos.engine.errors import DemoError
 from demos.engine.measurement import Run
-from demos.engine.timing import break_even, sync_jax, sync_torch
+from demos.engine.timing import break_even, compile_seconds, sync_jax, sync_torch
 from demos.introspection import profiling
-from demos.topics.model_bundle import Bundle, agreement, bundle, cpu_threads, graph_summary, threads  # noqa: F401
+from demos.topics.model_bundle import agreement, bundle, cpu_threads, threads
 from demos.topics.model_bundle import GEMM_BOUND, GEMM_N, OP_BOUND, agreement_bound, gemm_form  # the speed claims' regimes
 from demos.topics.model_compile_cost import CACHES, faster_compile, fill_caches, first_step, stance_loops, warm_compiler
 from demos.topics.model_figures import (figure_backward, figure_compile_cost, figure_ops, figure_speed,
@@ -140,7 +140,8 @@ ops_claims = Claims(
           applies=_step("inference"), key="per_layer"),
     Claim("forward: eager issues over {threshold:g}× as many aten ops as the compiled fused kernels",
           lambda d: ops_totals(d)["per_kernel"], ">", {"cpu": 8, "gpu": 5}, applies=_step("inference"),
-          key="per_kernel"),
+          key="per_kernel", ask=asks.bands("One forward pass of the stack: eager's aten ops ÷ the compiled fused "
+                                           "kernels. How large?", (2,))),
     Claim("forward: over {threshold:g}× as many as all compiled launches (fused kernels + library calls)",
           lambda d: ops_totals(d)["per_launch"], ">", {"cpu": 4.5}, applies=_step("inference"), key="per_launch"),
     Claim("forward: the matmuls stay library calls (mm/bmm), {threshold} per layer",
@@ -159,15 +160,13 @@ ops_claims = Claims(
 
 ops = Demo(
     "ops", "How many ops is one forward pass?",
-    controls=lambda kind: [Choice("layers", SIZES[kind]["layers"], options=LAYERS[kind]),
-                           Choice("step", "inference", options=STEPS, toggle=True)],
-    measure=measure_ops, figure=figure_ops, match=("layers", "step"),
+    controls=lambda kind: [Choice("layers", SIZES[kind]["layers"], options=LAYERS[kind], match=True),
+                           Choice("step", "inference", options=STEPS, toggle=True, match=True)],
+    measure=measure_ops, figure=figure_ops,
     panel="warmed",  # compiling the stack, even from warm caches, took 3.1 s before its first figure
     configs=Configs(warm=lambda demo: _warm(demo, lambda k: [{"layers": n} for n in LAYERS[k]] + [
         {"layers": n, "step": "training"} for n in (SIZES[k]["layers"], LAYERS[k][1])])),
     claims=ops_claims,
-    ask=asks.bands("One forward pass of the stack: eager's aten ops ÷ the compiled fused kernels. How large?",
-                   ops_claims["per_kernel"], (2,)),
 )
 
 
@@ -183,8 +182,7 @@ def measure_speed(run: Run, step: str = "inference", tokens: str | None = None, 
     with threads():
         b = bundle(run, cfg)
         run.progress(0.05, "torch.compile (the first time at these sizes: a minute on a CPU)…")
-        compile_s, _ = run.first_call(lambda: b.run("torch_compile", training))
-        b.cache.setdefault(f"compile-{step}", compile_s)
+        first_s = b.cache.setdefault(f"first-{step}", run.first_call(lambda: b.run("torch_compile", training))[0])
         if not training and "agree" not in b.cache:
             b.cache["agree"] = agreement(b)
         names = ["torch_eager", "torch_compile"] + ["torch_compile_ro"] * (torch_device() == "cuda")
@@ -206,7 +204,8 @@ def measure_speed(run: Run, step: str = "inference", tokens: str | None = None, 
     hist[f"{cfg.batch}×{cfg.seq}, D={cfg.width}"] = [cfg.flops(training), speedup["torch_compile"]]
     return {"step": step, "cfg": vars(cfg) | {}, "rows": rows, "skipped": skipped, "speedup": speedup,
             "gemm_flops_per_s": gemm,
-            "agree": None if training else b.cache["agree"], "flops": cfg.flops(training), "compile_s": b.cache[f"compile-{step}"],
+            "agree": None if training else b.cache["agree"], "flops": cfg.flops(training), "first_s": first_s,
+            "compile_s": compile_seconds(first_s, rows["torch_compile"]["median_s"]),
             "history": dict(hist), "extra": _extra(cfg, f"{step}: ")}
 
 
@@ -230,25 +229,25 @@ speed_claims = Claims(
           applies=lambda d: d["step"] == "training" and d["cfg"]["width"] == WIDTHS["cpu"][-1],
           key="big_matmuls", **regime(when=GEMM_BOUND)),
     Claim("training step: torch.compile over {threshold:g}× eager's speed", lambda d: d["speedup"]["torch_compile"],
-          ">", {"gpu": 1.0}, applies=_step("training"), key="training", **regime(when=OP_BOUND)),
+          ">", {"gpu": 1.0}, applies=_step("training"), key="training", **regime(when=OP_BOUND),
+          ask=asks.bands("The inference step at these sizes: how many times faster is torch.compile than eager?",
+                         (1.5, 3), read=lambda d: d["speedup"]["torch_compile"])),
     device=_device,
 )
 
 
 speed = Demo(
     "speed", "Inference and training step: eager vs compiled",
-    controls=lambda kind: [Choice("step", "inference", options=STEPS, toggle=True),
+    controls=lambda kind: [Choice("step", "inference", options=STEPS, toggle=True, match=True),
                            Choice("tokens", SIZES[kind]["tokens"], label="batch × seq", options=TOKENS[kind]),
                            Choice("width", SIZES[kind]["width"], label="width D", options=WIDTHS[kind]),
-                           Choice("dtype", "float32", options=DTYPES)],
-    measure=measure_speed, figure=figure_speed, panel="warmed", match=("step", "dtype"),
+                           Choice("dtype", "float32", options=DTYPES, match=True)],
+    measure=measure_speed, figure=figure_speed, panel="warmed",
     configs=Configs(warm=lambda demo: _warm(demo, lambda k: [
         {}, {"step": "training"}, {"tokens": TOKENS[k][0][1]}, {"width": WIDTHS[k][WIDTHS[k].index(SIZES[k]["width"]) - 1]}, {"dtype": "bfloat16"},
         {"step": "training", **OP_HEAVY[k]}, {"step": "training", "width": WIDTHS[k][-1]}]),
         slim=lambda d: d | {"history": {}}),
     claims=speed_claims,
-    ask=asks.bands("The inference step at these sizes: how many times faster is torch.compile than eager?",
-                   speed_claims["training"], (1.5, 3), read=lambda d: d["speedup"]["torch_compile"]),
 )
 
 
@@ -298,21 +297,21 @@ backward_claims = Claims(
           key="saved_tensors"),
     Claim("jax.checkpoint keeps under 1/{threshold:g} of the residual bytes (the block inputs only)",
           lambda d: d["saved"]["jax"]["bytes"] / d["saved"]["jax_remat"]["bytes"], ">", 10,
-          applies=lambda d: "jax_remat" in d["saved"], key="remat"),
+          applies=lambda d: "jax_remat" in d["saved"], key="remat",
+          ask=asks.bands("jax.checkpoint around each block: how many times fewer residual bytes does JAX keep for "
+                         "the backward?", (2, 100))),
     device=_device,
 )
 
 
 backward = Demo(
     "backward", "What the compiler did to the backward",
-    controls=lambda kind: [Choice("tokens", SIZES[kind]["tokens"], label="batch × seq", options=TOKENS[kind]),
-                           Choice("layers", SIZES[kind]["layers"], options=LAYERS[kind])],
-    measure=measure_backward, figure=figure_backward, panel="warmed", match=("tokens", "layers"),
+    controls=lambda kind: [Choice("tokens", SIZES[kind]["tokens"], label="batch × seq", options=TOKENS[kind], match=True),
+                           Choice("layers", SIZES[kind]["layers"], options=LAYERS[kind], match=True)],
+    measure=measure_backward, figure=figure_backward, panel="warmed",
     configs=Configs(warm=lambda demo: _warm(demo, lambda k: [{}, {"tokens": TOKENS[k][0][1]},
                                                              {"layers": LAYERS[k][1]}])),
     claims=backward_claims,
-    ask=asks.bands("jax.checkpoint around each block: how many times fewer residual bytes does JAX keep for "
-                   "the backward?", backward_claims["remat"], (2, 100)),
 )
 
 
@@ -349,7 +348,7 @@ def measure_compile_cost(run: Run, layers: int | None = None, caches: str = "byp
         stance = stance_loops(cfg, caches)
     for how, r in res.items():
         r["steady"] = timed[how]
-        r["compile_s"] = max(r["first_s"] - timed[how]["median_s"], 0.0)
+        r["compile_s"] = compile_seconds(r["first_s"], timed[how]["median_s"])
         r["break_even"] = break_even(r["compile_s"], timed["eager"]["median_s"], timed[how]["median_s"])
     return {"cfg": vars(cfg) | {}, "caches": caches, "eager": timed["eager"], **res,
             "stance": stance, "extra": _extra(cfg, f"training step, Dynamo fresh, compile caches {state}: ")}
@@ -387,10 +386,10 @@ compile_cost_claims = Claims(
 compile_cost = Demo(
     "compile_cost", "Compile cost at model scale",
     # on a CPU the slide opens on 8 layers: at 4 the C++ builds both forms share dominate (~1.3×)
-    controls=lambda kind: [Choice("layers", COST_LAYERS[kind][0], options=sorted(COST_LAYERS[kind])),
+    controls=lambda kind: [Choice("layers", COST_LAYERS[kind][0], options=sorted(COST_LAYERS[kind]), match=True),
                            Choice("caches", "bypassed", label="compile caches",
-                                  options=[("empty", "bypassed"), ("warm", "warm")])],
-    measure=measure_compile_cost, figure=figure_compile_cost, match=("layers", "caches"),
+                                  options=[("empty", "bypassed"), ("warm", "warm")], match=True)],
+    measure=measure_compile_cost, figure=figure_compile_cost,
     panel="cold",  # the lesson is a compile: the slide opens on `make warm`'s result
     claims=compile_cost_claims,
     ask=asks.among("Compile the whole stack, or compile one block and reuse it for every layer (regional): "

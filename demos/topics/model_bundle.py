@@ -20,8 +20,8 @@ from demos.engine.errors import DemoError, release_memory
 from demos.engine.measurement import Run
 from demos.engine.timing import sync_torch
 from demos.engine.settings import get as get_setting
-from demos.introspection import codegen
 from demos.introspection.hooks import InductorBackend
+from demos.introspection.inductor import parse_inductor
 
 
 def cpu_threads() -> int:
@@ -55,7 +55,7 @@ class Bundle:
 
     def _on_inner(self, graph, backward: bool, code: str | None) -> None:
         """Each graph AOTAutograd compiles (forward, then backward), with its generated code."""
-        parsed = codegen.parse_inductor(code) if code else None
+        parsed = parse_inductor(code) if code else None
         self.records.setdefault(self._phase, []).append(graph_summary(graph, backward, parsed))
 
     def run(self, form: str, training: bool):

@@ -28,9 +28,9 @@ from demos.deck.demo import Choice, Configs, Demo
 from demos.engine.devices import jax_or_none, require_torch
 from demos.engine.errors import DemoError
 from demos.engine.measurement import Run
-from demos.engine.workloads import get, prepare, tolerance
-from demos.engine.workload_defs import unit_roundoff
-from demos.topics.numerics_figures import figure_numerics  # noqa: F401  (the declaration's figure)
+from demos.engine.workload_defs import get, tolerance, unit_roundoff
+from demos.engine.workloads import prepare
+from demos.topics.numerics_figures import figure_numerics
 
 WORKLOADS = ("complex_activation", "chain", "mlp_block", "two_matmuls")
 DTYPES = ("float32", "bfloat16")
@@ -189,9 +189,9 @@ numerics_claims = Claims(
 
 live = Demo(
     "live", "Numerics: compiled vs eager",
-    controls=[Choice("dtype", "bfloat16", options=DTYPES, toggle=True),
-              Choice("workload", "complex_activation", options=WORKLOADS)],
-    measure=measure_numerics, figure=figure_numerics, match=("workload", "dtype"),
+    controls=[Choice("dtype", "bfloat16", options=DTYPES, toggle=True, match=True),
+              Choice("workload", "complex_activation", options=WORKLOADS, match=True)],
+    measure=measure_numerics, figure=figure_numerics,
     configs=Configs(warm=[{"workload": w, "dtype": d} for w in WORKLOADS for d in DTYPES]), claims=numerics_claims,
     ask=asks.among("complex_activation in bfloat16, eager and compiled, each against a float64 reference: "
                    "which is closer?", ("eager", "torch.compile", "neither: the two give the same numbers"),

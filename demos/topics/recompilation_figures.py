@@ -12,7 +12,7 @@ from typing import Any
 from matplotlib.patches import Patch
 
 from demos.engine import plots
-from demos.engine.timing import fmt_seconds
+from demos.engine.timing import compile_seconds, fmt_seconds
 
 MODE_LABELS = {"static": "torch.compile(dynamic=False)", "auto": "torch.compile (default: automatic dynamic)",
                "mark_dynamic": "torch.compile + mark_dynamic",
@@ -32,12 +32,15 @@ def mode_label(mode: str) -> str:
 
 
 def summarize(events: list) -> dict[str, Any]:
-    """A session's calls (``Event``s or their dicts) in numbers: calls, compiles, seconds."""
+    """A session's calls (``Event``s or their dicts) in numbers: calls, compiles, seconds.
+    ``compile_s`` sums each compiling call less the steady call (``steady_s``, the median of the
+    calls that did not compile; none yet: nothing is taken off)."""
     evs = [e if isinstance(e, dict) else asdict(e) for e in events]
     comp = [e["seconds"] for e in evs if e["compiled"]]
     steady = [e["seconds"] for e in evs if not e["compiled"]]
+    steady_s = float(statistics.median(steady)) if steady else None
     return {"calls": len(evs), "distinct_lengths": len({e["S"] for e in evs}), "compiles": len(comp),
-            "compile_s": float(sum(comp)), "steady_s": float(statistics.median(steady)) if steady else None,
+            "compile_s": float(sum(compile_seconds(s, steady_s or 0.0) for s in comp)), "steady_s": steady_s,
             "fallback_calls": sum(1 for e in evs if e["fallback"]), "total_s": float(sum(e["seconds"] for e in evs))}
 
 
@@ -52,7 +55,7 @@ def _wrap(text: str, width: int) -> str:
     return "\n    ".join(textwrap.wrap(text, width)[:3]) or "—"
 
 
-def figure_timeline(session: dict[str, Any], reference: dict[str, Any] | None = None):
+def figure_live(session: dict[str, Any], reference: dict[str, Any] | None = None):
     """Per-call latency with compile spikes marked, the compile counter and the last reasons;
     a recorded run of the same mode as crosses over the bars."""
     evs = session["events"]
@@ -146,8 +149,8 @@ def figure_modes(data: dict[str, Any], reference: dict[str, Any] | None = None):
     cs = [data["modes"][m]["summary"]["compile_s"] for m in modes]
     tot = [data["modes"][m]["summary"]["total_s"] for m in modes]
     run = [max(t - c, 0.0) for t, c in zip(tot, cs)]
-    a2.barh(y, cs, color=COMPILE_COLOR, height=0.7, label="calls that compiled")
-    a2.barh(y, run, left=cs, color=cols, height=0.7, label="other calls")
+    a2.barh(y, cs, color=COMPILE_COLOR, height=0.7, label="compiling")
+    a2.barh(y, run, left=cs, color=cols, height=0.7, label="running")
     eager_total = data["modes"].get("eager", {}).get("summary", {}).get("total_s")
     for v, t, c, m in zip(y, tot, cs, modes):
         summ = data["modes"][m]["summary"]

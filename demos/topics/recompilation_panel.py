@@ -13,7 +13,7 @@ from demos.deck.ui import Panel, recorded_only
 from demos.engine import plots
 from demos.engine.errors import one_line
 from demos.engine.measurement import Progress, Run
-from demos.topics.recompilation_figures import figure_timeline
+from demos.topics.recompilation_figures import figure_live
 from demos.topics.recompilation_session import Session, check_mode, sweep_lengths
 
 
@@ -45,7 +45,7 @@ class LivePanel(Panel):
 
     def _figure(self, data: dict[str, Any]):
         data.setdefault("stamp", plots.live_stamp(data["extra"]))
-        return figure_timeline(data, self.demo.reference(self.values()))
+        return figure_live(data, self.demo.reference(self.values()))
 
     def render_fn(self, values: dict[str, Any], progress: Progress) -> Drawn:
         if self._full_sweep or recorded_only():

@@ -26,7 +26,8 @@ from demos.engine import plots
 from demos.engine.devices import device_kind, require_jax, torch_device
 from demos.engine.errors import DemoError
 from demos.engine.measurement import Run
-from demos.engine.workloads import ITEMSIZE, get, prepare
+from demos.engine.workload_defs import ITEMSIZE, get
+from demos.engine.workloads import prepare
 from demos.introspection import codegen
 from demos.introspection.hlo import donation
 from demos.topics.fusion_code import plan_lines

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from demos.engine import plots
-from demos.engine.workloads import ITEMSIZE
+from demos.engine.workload_defs import ITEMSIZE
 from demos.topics.fusion_figures import text_block
 _DONATION_LABELS = {(): "no donation", (0,): "donate x", (0, 1): "donate x and y"}
 

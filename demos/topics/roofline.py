@@ -37,10 +37,10 @@ from demos.engine.devices import check_dtype, device_kind, dtype_supported, torc
 from demos.engine.errors import DemoError, unknown_name
 from demos.engine.measurement import Run
 from demos.engine.peaks import compile_forms, measure_form, measure_forms, peaks, peaks_for
-from demos.engine.workloads import get as get_workload
-from demos.topics.roofline_figures import (SEED, MODE_LABELS, figure_overheads, figure_payoff,  # noqa: F401 (SEED)
-                                           figure_predicted, figure_roofline, pow_text, short_sizes, speedup)
-from demos.topics.roofline_points import explain, make_point  # noqa: F401 (explain)
+from demos.engine.workload_defs import get as get_workload
+from demos.topics.roofline_figures import (MODE_LABELS, figure_overheads, figure_payoff, figure_predicted,
+                                           figure_roofline, pow_text, short_sizes, speedup)
+from demos.topics.roofline_points import make_point
 from demos.topics.roofline_points import CHAIN_STREAMS, chain_past_cache, gemm_bound  # the regimes
 
 PAYOFF_WORKLOADS = ("two_matmuls", "chain", "mlp_block")
@@ -120,7 +120,8 @@ def scaled_sizes(scale: float, kind: str | None = None) -> dict[str, int]:
 
 
 def _dtype_control() -> Choice:
-    return Choice("dtype", "float32", options=dtype_options())
+    """The dtype: every demo here draws a recorded run beside only at the same dtype."""
+    return Choice("dtype", "float32", options=dtype_options(), match=True)
 
 
 # =======================================================================================
@@ -181,7 +182,9 @@ def _compile_speedup(d: dict[str, Any], workload: str) -> float | None:
 # The speaker notes' bands. The chain's is also the roofline arrow's "up" (roofline_claims).
 payoff_claims = Claims(
     Claim("chain: torch.compile more than {threshold:g}× faster than eager", lambda d: _compile_speedup(d, "chain"),
-          ">", {"cpu": 1.1, "gpu": 2.0}, key="chain", **regime(when=CHAIN_STREAMS)),
+          ">", {"cpu": 1.1, "gpu": 2.0}, key="chain", **regime(when=CHAIN_STREAMS),
+          ask=asks.bands("The pointwise chain at these sizes: how many times faster is torch.compile than eager?",
+                         (1,))),
     Claim("two_matmuls gain little from compiling (compiled ÷ eager time within {lo:g}–{hi:g})",
           lambda d: 1 / _compile_speedup(d, "two_matmuls"), "within", {"gpu": (0.7, 1.4)}, key="matmuls_band",
           **regime(when=gemm_bound(lambda d: d["workloads"]["two_matmuls"]["rows"]["torch_eager"]["median_s"]))),
@@ -194,10 +197,8 @@ payoff_claims = Claims(
 
 payoff = Demo(
     "payoff", "Three workloads, three outcomes",
-    controls=_payoff_controls, measure=measure_payoff, figure=figure_payoff, match=("dtype",),
+    controls=_payoff_controls, measure=measure_payoff, figure=figure_payoff,
     configs=Configs(warm=_warm_payoff, **BUDGETS), claims=payoff_claims,
-    ask=asks.bands("The pointwise chain at these sizes: how many times faster is torch.compile than eager?",
-                   payoff_claims["chain"], (1,)),
 )
 
 
@@ -237,7 +238,9 @@ def _moved_right(d: dict[str, Any]) -> int | None:
 # The chain's eager → compiled arrow (the default workload); "up" is the payoff chain claim's speedup
 roofline_claims = Claims(
     Claim("{d[workload]}: torch.compile moves the point ×{threshold} to the right (same FLOPs, 1/{threshold} of "
-          "the bytes)", _moved_right, "==", 22, key="right"),
+          "the bytes)", _moved_right, "==", 22, key="right",
+          ask=asks.count("Fused, the chain does the same FLOPs and moves fewer bytes. How many times further right "
+                         "does its point move (FLOP per byte)?", (2, 6, 10), fmt="×{}")),
     Claim("{d[workload]}: and up, torch.compile reaches over {threshold:g}× eager's FLOP/s",
           lambda d: speedup(_by_backend(d), "torch_compile"), ">", payoff_claims["chain"].threshold, key="up",
           **regime(when=CHAIN_STREAMS)),
@@ -248,13 +251,12 @@ roofline_claims = Claims(
 
 roofline = Demo(
     "roofline", "A measured roofline",
+    # the recorded roofs are drawn beside any workload (only the dtype matches); its points only
+    # beside the same workload
     controls=lambda kind: [Choice("scale", 1.0, label="size", options=SCALES),
                            Choice("workload", "chain", options=ROOF_WORKLOADS), _dtype_control()],
     measure=measure_roofline, figure=figure_roofline,
-    # the recorded roofs are drawn beside any workload; its points only beside the same workload
-    match=("dtype",), configs=Configs(warm=_warm_roofline, **BUDGETS), claims=roofline_claims,
-    ask=asks.count("Fused, the chain does the same FLOPs and moves fewer bytes. How many times further right "
-                   "does its point move (FLOP per byte)?", roofline_claims["right"], (2, 6, 10), fmt="×{}"),
+    configs=Configs(warm=_warm_roofline, **BUDGETS), claims=roofline_claims,
 )
 
 
@@ -300,17 +302,17 @@ predicted_claims = Claims(
     Claim("tanh/exp/sin cost many FLOPs, the model counts 1: the compiled chain over {threshold:g}× its prediction",
           lambda d: _p10_ratios(d)[("chain", "torch_compile")], ">", {"cpu": 2.0}, key="chain",
           **regime(when=measured(lambda d: _point_of(d, "chain", "torch_compile")["params"]["N"], ">=", 2**20,
-                                 "the call is its math: N = {x:,.0f} elements, {cmp} 2^20 (overheads a small share)"))),
+                                 "the call is its math: N = {x:,.0f} elements, {cmp} 2^20 (overheads a small share)")),
+          ask=asks.bands("The model counts 1 FLOP per sin, exp or tanh. The compiled chain's measured time ÷ the "
+                         "model's prediction?", (1, 10))),
 )
 
 
 predicted = Demo(
     "predicted", "Predicted vs measured",
     controls=lambda kind: [Choice("scale", 1.0, label="size", options=PREDICTED_SCALES), _dtype_control()],
-    measure=measure_predicted, figure=figure_predicted, panel="warmed", match=("dtype",),
+    measure=measure_predicted, figure=figure_predicted, panel="warmed",
     configs=Configs(warm=_warm_predicted, **BUDGETS), claims=predicted_claims,
-    ask=asks.bands("The model counts 1 FLOP per sin, exp or tanh. The compiled chain's measured time ÷ the "
-                   "model's prediction?", predicted_claims["chain"], (1, 10)),
 )
 
 
@@ -374,7 +376,9 @@ overheads_claims = Claims(
     Claim("one fused kernel, nothing to batch: reduce-overhead's floor is not below {threshold:g}× the default's",
           lambda d: _ro_ratios(d)[0], ">=", {"gpu": 0.9}, key="floor",
           **regime(when=measured(lambda d: d["modes"]["default"][0]["median_s"], "<", 1e-3,
-                                 "overhead-bound: the default mode's smallest call takes {xs}, {cmp} {ts}"))),
+                                 "overhead-bound: the default mode's smallest call takes {xs}, {cmp} {ts}")),
+          ask=asks.bands("One fused kernel per call, smallest N: reduce-overhead's time ÷ the default mode's?",
+                         (0.5, 2))),
     Claim("no launches to replay: reduce-overhead within {lo:g}–{hi:g}× of the default mode (median over N)",
           lambda d: statistics.median(_ro_ratios(d)), "within", {"cpu": (0.5, 2.0)}, key="same",
           **regime(when=lambda d: (d["device"] == "cpu", f"{d['device']}: torch.compile launches no kernels here, "
@@ -387,8 +391,6 @@ overheads = Demo(
     controls=lambda kind: [Pow2("largest", 2**(22 if kind == "gpu" else 18), label="largest N",
                                 lo=10 if kind == "gpu" else 8, hi=22 if kind == "gpu" else 18),
                            _dtype_control()],
-    measure=measure_overheads, figure=figure_overheads, panel="warmed", match=("dtype",),
+    measure=measure_overheads, figure=figure_overheads, panel="warmed",
     configs=Configs(warm=_warm_overheads, **BUDGETS), claims=overheads_claims,
-    ask=asks.bands("One fused kernel per call, smallest N: reduce-overhead's time ÷ the default mode's?",
-                   overheads_claims["floor"], (0.5, 2)),
 )

@@ -10,7 +10,7 @@ from typing import Any
 from demos.deck.conditions import measured, over_cache
 from demos.engine.hardware import caches
 from demos.engine.peaks import cost, is_fused, peak_flops, predict
-from demos.engine.workloads import ITEMSIZE
+from demos.engine.workload_defs import ITEMSIZE
 
 
 def make_point(workload: str, backend: str, params: dict, dtype: str, timing: dict[str, Any],

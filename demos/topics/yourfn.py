@@ -14,7 +14,6 @@ grades it, goal by goal, with the lines still in the way; the solution stays hid
 """
 from __future__ import annotations
 
-import dataclasses
 from typing import Any
 
 from demos.deck import ui
@@ -25,7 +24,7 @@ from demos.engine.measurement import Run
 from demos.engine.worker import Worker, shared_worker
 from demos.introspection.inspector import WORKER_PRELOAD, run_isolated, start_worker_soon
 from demos.topics.yourfn_exercises import EXERCISES, grade
-from demos.topics.yourfn_figures import VIEWS, figure_grade, figure_inspection, figure_view  # noqa: F401
+from demos.topics.yourfn_figures import VIEWS, figure_grade, figure_view
 from demos.topics.yourfn_presets import PRESETS, preset_code
 
 VERSIONS = ("as written", "fixed")
@@ -85,7 +84,14 @@ def _one_kernel(d: dict[str, Any]) -> int | None:
 
 inspector_claims = Claims(
     Claim("the pointwise chain compiles to {threshold} kernel", _one_kernel, "==", 1,
-          applies=lambda d: d.get("preset") == "chain" and not d.get("edited"), key="chain_kernels"),
+          applies=lambda d: d.get("preset") == "chain" and not d.get("edited"), key="chain_kernels",
+          ask=asks.count("The preset chain, six pointwise ops (sin, mul, add, relu, exp, sub): how many kernels "
+                         "does torch.compile generate?", (2, 3, 6), noun="kernel",
+                         read=lambda d: _one_kernel(d) if d.get("preset") == "chain" and not d.get("edited") else None,
+                         # the chain's slide asks about the chain as written; the others, and code typed in
+                         # the box, show
+                         when=lambda values: values.get("preset") == "chain"
+                         and values.get("code", PRESETS["chain"]["code"]) == PRESETS["chain"]["code"])),
     Claim("the pointwise chain is one graph with no break", lambda d: d["report"]["torch"]["breaks"], "==", 0,
           applies=lambda d: d.get("preset") == "chain" and not d.get("edited"), key="chain_breaks"),
 )
@@ -142,13 +148,6 @@ inspector = Demo(
     measure=measure_inspection, figure=figure_view, claims=inspector_claims,
     configs=Configs(warm=[{}] + [{"preset": p} for p in ("item", "branch", "loop", "mutation")]),
     panel=PanelSpec("warmed", derived=_derived, worker=True, cls=InspectorPanel),
-    ask=dataclasses.replace(
-        asks.count("The preset chain, six pointwise ops (sin, mul, add, relu, exp, sub): how many kernels does "
-                   "torch.compile generate?", inspector_claims["chain_kernels"], (2, 3, 6), noun="kernel",
-                   read=lambda d: _one_kernel(d) if d.get("preset") == "chain" and not d.get("edited") else None),
-        # the chain's slide asks about the chain as written; the others, and code typed in the box, show
-        when=lambda values: values.get("preset") == "chain"
-        and values.get("code", PRESETS["chain"]["code"]) == PRESETS["chain"]["code"]),
 )
 
 
@@ -190,7 +189,12 @@ def _unedited_start(d: dict[str, Any]) -> bool:
 
 exercise_claims = Claims(
     Claim("normalise as given: .item() splits it into {threshold} graphs", lambda d: d["summary"]["graphs"], "==", 2,
-          applies=_unedited_start, key="start_graphs"),
+          applies=_unedited_start, key="start_graphs",
+          ask=asks.count("normalise calls .item() on the tensor's largest value, then divides by it. How many graphs "
+                         "does torch.compile capture?", (1, 3), noun="graph",
+                         read=lambda d: d["summary"]["graphs"] if _unedited_start(d) else None,
+                         when=lambda values: values.get("exercise", "normalise") == "normalise"
+                         and values.get("code", EXERCISES["normalise"].start) == EXERCISES["normalise"].start)),
 )
 
 
@@ -202,10 +206,4 @@ exercise = Demo(
     measure=measure_exercise, figure=figure_grade, claims=exercise_claims,
     panel=PanelSpec("warmed", derived=lambda values: {"code": EXERCISES[values["exercise"]].start}, worker=True,
                     cls=ExercisePanel),
-    ask=dataclasses.replace(
-        asks.count("normalise calls .item() on the tensor's largest value, then divides by it. How many graphs "
-                   "does torch.compile capture?", exercise_claims["start_graphs"], (1, 3), noun="graph",
-                   read=lambda d: d["summary"]["graphs"] if _unedited_start(d) else None),
-        when=lambda values: values.get("exercise", "normalise") == "normalise"
-        and values.get("code", EXERCISES["normalise"].start) == EXERCISES["normalise"].start),
 )
