@@ -21,6 +21,8 @@ code everything it needs from the engine, so a topic writes none of it again:
                    recompile of the old one).
 ``run.randn(*shape, dtype="float32")``  a random tensor on the device the demo measures on
                    (:func:`demos.engine.devices.torch_device`), the same numbers every time.
+``run.first_call_once(key, fn)``  the first call at a form and its sizes, timed apart once and
+                   remembered until the demo forgets (``run.timed`` times one on every call).
 ``run.progress(fraction, message)``  what the panel's progress bar and status line show.
 ``run.declared()`` the declared state (threads from the load, Dynamo's counters zeroed, the load
                    read while it measures), entered and left around the measurement; the demo
@@ -101,6 +103,12 @@ class Run:
     def first_call(fn: Callable[[], Any], sync: Callable[[Any], None] = sync_output) -> tuple[float, Any]:
         """One call (the one that compiles) timed alone, synchronised: (seconds, output)."""
         return _timing.first_call(fn, sync)
+
+    def first_call_once(self, key: Any, fn: Callable[[], Any], sync: Callable[[Any], None] = sync_output) -> float:
+        """The first call at ``key`` (a form and its sizes), timed apart the first time this demo
+        asks for it since it forgot, and remembered (``run.cache``): later measurements at the same
+        key report that same first call, and do not pay it again."""
+        return self.cached(("first call", key), lambda: self.first_call(fn, sync)[0])
 
     @staticmethod
     def time(fn: Callable[[], Any], sync: Callable[[Any], None] = sync_output, **options: Any) -> Timing:

@@ -23,14 +23,12 @@ from __future__ import annotations
 
 import contextlib
 import math
-import statistics
 from collections import Counter
 from dataclasses import dataclass
 from typing import Any, Callable
 
 from demos.engine.devices import check_dtype, free_memory_bytes, require_jax, require_torch, torch_device
 from demos.engine.errors import DemoError
-from demos.engine.timing import measure, quantile
 from demos.engine.convert import to_jax
 from demos.engine.protocol import engine_cache, fresh_function
 
@@ -97,18 +95,6 @@ def threads(n: int | None):
         yield
     finally:
         torch.set_num_threads(before)
-
-
-def time_forms(fns: dict[str, tuple], budget_s: float, rounds: int = 2) -> dict[str, dict]:
-    """Median and p10–p90 of each ``name: (fn, sync)`` within about ``budget_s`` in all; the
-    forms take turns (``rounds``), so a busy machine's drift hits all of them alike."""
-    samples: dict[str, list] = {k: [] for k in fns}
-    for r in range(rounds):
-        for k, (fn, sync) in fns.items():
-            samples[k] += measure(fn, sync, warmup=int(r == 0), budget_s=budget_s / rounds / len(fns),
-                                  min_samples=3, max_samples=80).samples
-    return {k: {"median_s": statistics.median(v), "p10_s": quantile(v, 0.1), "p90_s": quantile(v, 0.9), "n": len(v)}
-            for k, v in samples.items()}
 
 
 # ---------------------------------------------------------------------------------------

@@ -327,16 +327,6 @@ def compile_forms(forms: Iterable[tuple[str, dict]], dtypes: Iterable[str], back
                     sync(fn())
 
 
-def first_call_once(run: Run, key: tuple, fn: Callable, sync: Callable) -> float | None:
-    """The call that compiles (or allocates) timed apart, once per form and sizes (None after)."""
-    seen = run.cached("seen", set)
-    if key in seen:
-        return None
-    first, _ = run.first_call(fn, sync)
-    seen.add(key)
-    return first
-
-
 @contextlib.contextmanager
 def oom_is_one_line(workload: str, params: dict, dtype: str) -> Iterator[None]:
     """An out-of-memory error inside becomes one line naming the workload's sizes (memory released)."""
@@ -363,7 +353,7 @@ def measure_form(run: Run, workload: str, backend: str, params: dict, dtype: str
         max_samples = 12 if budget_s <= 0.1 else 200
     with oom_is_one_line(workload, params, dtype):
         fn, sync, p = form_runner(run, workload, backend, params, dtype, mode)
-        first = first_call_once(run, (workload, backend, tuple(sorted(p.items())), dtype, mode), fn, sync)
+        first = run.first_call_once((workload, backend, tuple(sorted(p.items())), dtype, mode), fn, sync)
         t = run.time(fn, sync, warmup=0, budget_s=budget_s, min_samples=min_samples,
                      max_samples=max(max_samples, min_samples))
     return {**t.to_dict(first_s=first), "params": p}
@@ -389,7 +379,7 @@ def measure_forms(run: Run, workload: str, backends: tuple[str, ...], params: di
             said(b)
         with oom_is_one_line(workload, params, dtype):
             fn, sync, resolved = form_runner(run, workload, b, params, dtype, mode)
-            firsts[b] = first_call_once(run, (workload, b, tuple(sorted(resolved.items())), dtype, mode), fn, sync)
+            firsts[b] = run.first_call_once((workload, b, tuple(sorted(resolved.items())), dtype, mode), fn, sync)
         forms[b] = (fn, sync)
     if forms:
         max_samples = 12 if budget_s <= 0.1 else 200

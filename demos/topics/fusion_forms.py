@@ -42,13 +42,9 @@ def n_dtype_controls(lo: int) -> Callable[[str], list]:
 
 def time_form(run: Run, prep, budget_s: float) -> dict[str, Any]:
     """Median and p10–p90 of a prepared call over ``budget_s`` seconds; the first call (a compile)
-    is timed apart, once per demo until it forgets."""
-    key = ("first call timed", prep.workload.name, prep.backend, tuple(sorted(prep.params.items())),
-           prep.dtype, prep.device)
-    first_s = None
-    if key not in run.cache:
-        first_s, _ = run.first_call(prep.fn, prep.sync)
-        run.cache[key] = True
+    is timed apart, once per demo until it forgets (``run.first_call_once``)."""
+    key = (prep.workload.name, prep.backend, tuple(sorted(prep.params.items())), prep.dtype, prep.device)
+    first_s = run.first_call_once(key, prep.fn, prep.sync)
     t = run.time(prep.fn, prep.sync, warmup=0, budget_s=budget_s, min_samples=3)
     return t.to_dict(first_s=first_s)
 

@@ -23,7 +23,6 @@ from demos.deck.conditions import measured
 from demos.deck.demo import Configs, Demo
 from demos.engine.devices import device_kind, torch_device
 from demos.engine.measurement import Run
-from demos.engine.model_zoo import time_forms
 from demos.engine.timing import sync_torch
 from demos.introspection import profiling
 from demos.topics.graphs_figures import FORMS, figure_replay
@@ -54,7 +53,8 @@ def measure_replay(run: Run, budget_s: float = 0.3) -> dict[str, Any]:
             for _ in range(3):  # reduce-overhead warms up, records, then replays
                 sync_torch()(b.run(form, False))
         run.progress(0.4, "timing every form, taking turns…")
-        rows = time_forms({f: ((lambda f=f: b.run(f, False)), sync_torch()) for f in forms}, budget_s * len(forms))
+        rows = {k: t.to_dict() for k, t in run.time_forms({f: ((lambda f=f: b.run(f, False)), sync_torch()) for f in forms},
+                                                          budget_s=budget_s * len(forms), settle=False, max_samples=80).items()}
         for i, form in enumerate(forms):
             run.progress(0.7 + 0.1 * i, f"profiling one {form} step…")
             with profiling.quiet_native_stderr():

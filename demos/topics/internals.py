@@ -326,16 +326,15 @@ def _cost_row(run: Run, key: str, backend: str, label: str, variant: str, x, N: 
         _bind_frameworks(need_jax=True)
         fn, args = jitted(v["jax"]), (to_jax(x),)
     sync = sync_for(backend, torch_device())
-    fkey = ("first call", key, N, dtype, torch_device())
-    if fkey not in run.cache:
-        if backend != "torch_eager":
-            say(f"compiling {label} (first call)…")
-        run.cache[fkey] = run.first_call(lambda: fn(*args), sync)[0]
+    fkey = (key, N, dtype, torch_device())
+    if ("first call", fkey) not in run.cache and backend != "torch_eager":
+        say(f"compiling {label} (first call)…")
+    first_s = run.first_call_once(fkey, lambda: fn(*args), sync)
     t = run.time(lambda: fn(*args), sync, budget_s=budget_s, warmup=1, min_samples=5)
     graphs = {"torch_eager": 0, "jax_jit": 1}.get(backend)
     if graphs is None:
         graphs = measure_breaks(Run(run.cache), variant, N, dtype)["torch"]["graphs"]  # its progress: none
-    return {**t.to_dict(first_s=run.cache[fkey]), "graphs": graphs, "output": to_numpy(fn(*args))}
+    return {**t.to_dict(first_s=first_s), "graphs": graphs, "output": to_numpy(fn(*args))}
 
 
 def measure_capture_cost(run: Run, N: int | None = None, dtype: str = "float32", budget_s: float = 0.06,

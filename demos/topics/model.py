@@ -182,7 +182,7 @@ def measure_speed(run: Run, step: str = "inference", tokens: str | None = None, 
     with threads():
         b = bundle(run, cfg)
         run.progress(0.05, "torch.compile (the first time at these sizes: a minute on a CPU)…")
-        first_s = b.cache.setdefault(f"first-{step}", run.first_call(lambda: b.run("torch_compile", training))[0])
+        first_s = run.first_call_once(("model step", step, tuple(sorted(vars(cfg).items()))), lambda: b.run("torch_compile", training))
         if not training and "agree" not in b.cache:
             b.cache["agree"] = agreement(b)
         names = ["torch_eager", "torch_compile"] + ["torch_compile_ro"] * (torch_device() == "cuda")
@@ -196,7 +196,8 @@ def measure_speed(run: Run, step: str = "inference", tokens: str | None = None, 
         except DemoError as exc:
             skipped["jax_jit"] = str(exc)
         run.progress(0.3, "timing every form, taking turns…")
-        rows = zoo.time_forms({**forms, "gemm": gemm_form()}, budget_s * (len(forms) + 1))  # the GEMM in turn
+        rows = {k: t.to_dict() for k, t in run.time_forms({**forms, "gemm": gemm_form()},  # the GEMM in turn
+                                                          budget_s=budget_s * (len(forms) + 1), max_samples=80).items()}
         gemm = 2.0 * GEMM_N**3 / rows.pop("gemm")["median_s"]
     eager = rows["torch_eager"]["median_s"]
     speedup = {k: eager / r["median_s"] for k, r in rows.items() if k != "torch_eager"}
@@ -343,7 +344,7 @@ def measure_compile_cost(run: Run, layers: int | None = None, caches: str = "byp
             fn, res[how] = first_step(run, cfg, how, caches)
             steps[how] = (fn, sync_torch())
         run.progress(0.55, "timing eager and both compiled steps, taking turns…")
-        timed = zoo.time_forms(steps, budget_s * len(steps))
+        timed = {k: t.to_dict() for k, t in run.time_forms(steps, budget_s=budget_s * len(steps), settle=False).items()}
         run.progress(0.65, f"a shape-varying loop of one block under each stance ({state} cache)…")
         stance = stance_loops(cfg, caches)
     for how, r in res.items():

@@ -33,7 +33,7 @@ from demos.engine.devices import device_kind, dtype_problem, dtype_supported, re
 from demos.engine.matmul_units import bf16_matmul_units, bf16_matrix_units, matmul_precision, tf32_problem
 from demos.engine.errors import one_line
 from demos.engine.measurement import Run
-from demos.engine.peaks import first_call_once, oom_is_one_line
+from demos.engine.peaks import oom_is_one_line
 from demos.engine.workload_defs import get, unit_roundoff
 from demos.engine.workloads import prepare
 # the four precisions in the slide's order, and the two forms of each
@@ -131,7 +131,7 @@ def measure_lever(run: Run, batch: int | None = None, budget_s: float = 0.1) -> 
             for form, fn in zip(FORMS, (eager, compiled)):
                 key = f"{row}|{form}"
                 try:  # a form this device cannot run (no C++ compiler, an op the backend lacks) is its one line
-                    firsts[key] = first_call_once(run, (row, form, tuple(sorted(params.items()))), fn, prep.sync)
+                    firsts[key] = run.first_call_once((row, form, tuple(sorted(params.items()))), fn, prep.sync)
                     out = fn()
                     prep.sync(out)
                 except Exception as exc:  # noqa: BLE001 - shown, not raised: the other forms still measure
