@@ -17,7 +17,8 @@ Three parts:
   ``guarded_calls(fn, calls)`` (successive calls: which compiled, the guard that failed),
   ``explain(fn, *args)`` (graphs, breaks and their reasons) and ``jit_attempt(fn, *args)``
   (whether ``jax.jit`` runs it, what it printed while tracing, or the error it raised); and
-  for a counting backend, ``recompile_limit()`` and ``symbolic(example_inputs)``.
+  ``recompile_limit()``. Compiles are counted by ``hooks.CaptureBackend`` (the one counting
+  backend, with ``hooks.InductorBackend``).
 
 Checked against torch 2.13 and JAX 0.10. Imports the engine (``protocol.fresh_function``);
 torch and JAX only when asked.
@@ -34,6 +35,7 @@ from typing import Any, Callable, Iterable, Iterator, Sequence
 from demos.engine.devices import require_jax, require_torch
 from demos.engine.timing import Stopwatch, first_call
 from demos.engine.protocol import fresh_function
+from demos.introspection.hooks import CaptureBackend
 
 GUARDS = "torch._dynamo.guards.__guards"           # the guards artifact: one guard tree per compile
 RECOMPILES = "torch._dynamo.guards.__recompiles"   # the recompiles artifact: 'Recompiling function …'
@@ -288,16 +290,11 @@ def plain_reason(reason: str) -> str:
 def capture(fn: Callable, *args: Any, dynamic: bool | None = False) -> dict[str, Any]:
     """Dynamo's capture of ``fn(*args)`` (no Inductor): the FX graphs' code, their count, the
     last guard tree, its number of checks and the guards in plain words."""
-    graphs: list[str] = []
-
-    def backend(gm, _example_inputs):
-        graphs.append(gm.code.strip("\n"))
-        return gm.forward
-
+    backend = CaptureBackend()
     with dynamo_logs() as cap:
         require_torch().compile(fresh_function(fn), backend=backend, dynamic=dynamic)(*args)
     tree = (guard_trees(cap.texts(GUARDS)) or [""])[-1]
-    return {"graphs": graphs, "graph_count": len(graphs), "guard_tree": tree,
+    return {"graphs": [g.code for g in backend.graphs], "graph_count": backend.compiles, "guard_tree": tree,
             "guard_count": len(guard_leaves(tree)), "guards_plain": plain_guards(tree)}
 
 
@@ -368,34 +365,22 @@ def guarded_calls(fn: Callable, calls: Sequence[tuple[str, tuple]], sync: Callab
     ``(label, args)``: each call's latency (first-call timing), whether it compiled and, for a
     recompile, the guard that failed; the number of compiles and the first compile's guard tree."""
     torch = require_torch()
-    compiles: list[int] = []
-
-    def backend(gm, _example_inputs):
-        compiles.append(len(gm.graph.nodes))
-        return gm.forward
-
+    backend = CaptureBackend()
     f, out = torch.compile(fresh_function(fn), backend=backend, dynamic=dynamic), []
     with dynamo_logs() as cap:
         for k, (label, args) in enumerate(calls):
-            before, since = len(compiles), len(cap.messages)
+            before, since = backend.compiles, len(cap.messages)
             if progress:
                 progress(k / len(calls), label)
             secs, _ = first_call(lambda: f(*args), sync)
             reasons = [failed_guard(m) for m in cap.texts(RECOMPILES, since=since)]
-            out.append({"label": label, "seconds": secs, "compiled": len(compiles) > before,
+            out.append({"label": label, "seconds": secs, "compiled": backend.compiles > before,
                         "reason": reasons[-1] if reasons else ""})
         tree = next((t for t in guard_trees(cap.texts(GUARDS)) if "+- " in t), "")
-    return {"calls": out, "compiles": len(compiles), "guard_tree": tree}
+    return {"calls": out, "compiles": backend.compiles, "guard_tree": tree}
 
 
 def recompile_limit() -> int:
     """How many compiles Dynamo keeps per function before it runs new inputs eagerly."""
     cfg = require_torch()._dynamo.config
     return int(getattr(cfg, "recompile_limit", getattr(cfg, "cache_size_limit", 8)))
-
-
-def symbolic(example_inputs: Iterable[Any]) -> bool:
-    """Whether a graph's example inputs (as a backend receives them) have symbolic sizes."""
-    torch = require_torch()
-    return any(isinstance(e, torch.SymInt) or any(isinstance(s, torch.SymInt) for s in getattr(e, "shape", ()))
-               for e in example_inputs)

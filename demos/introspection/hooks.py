@@ -22,8 +22,9 @@ All are private APIs of torch (2.13 here); this is the one module that names the
 from __future__ import annotations
 
 import contextlib
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterable, Iterator
 
 from demos.engine.timing import Stopwatch
 
@@ -130,7 +131,56 @@ def cache_folder(folder: Path, empty: bool) -> Iterator[None]:
         yield
 
 
-class InductorBackend:
+def symbolic(example_inputs: Iterable[Any]) -> bool:
+    """Whether a graph's example inputs (as a backend receives them) have symbolic sizes."""
+    import torch
+
+    return any(isinstance(e, torch.SymInt) or any(isinstance(s, torch.SymInt) for s in getattr(e, "shape", ()))
+               for e in example_inputs)
+
+
+@dataclass(frozen=True)
+class Graph:
+    """One graph Dynamo handed a backend: its FX code, its node count, and whether its sizes are
+    symbolic (a dynamic graph)."""
+    code: str
+    nodes: int
+    symbolic: bool
+
+
+class CountingBackend:
+    """The one way the deck counts compiles: a Dynamo backend that records every graph Dynamo hands
+    it (``graphs``; ``compiles`` is their number, a recompile is one more) and calls ``on_graph(gm,
+    example_inputs)`` with each. :class:`CaptureBackend` runs the graph as captured (Dynamo alone),
+    :class:`InductorBackend` compiles it with Inductor. The one other count is Dynamo's own
+    ``unique_graphs`` counter, for part 6's compile cost (``model_compile_cost.unique_graphs``),
+    which compiles through ``torch.compile``'s own Inductor wrapper as a user does, because it times
+    that compile."""
+
+    def __init__(self, on_graph: Callable[[Any, list], None] | None = None):
+        self.on_graph = on_graph
+        self.graphs: list[Graph] = []
+
+    @property
+    def compiles(self) -> int:
+        return len(self.graphs)
+
+    def record(self, gm, example_inputs) -> None:
+        self.graphs.append(Graph(gm.code.strip("\n"), len(gm.graph.nodes), symbolic(example_inputs)))
+        if self.on_graph is not None:
+            self.on_graph(gm, example_inputs)
+
+
+class CaptureBackend(CountingBackend):
+    """``torch.compile(fn, backend=CaptureBackend())``: Dynamo's capture alone, each graph run as
+    captured (no Inductor), counted."""
+
+    def __call__(self, gm, example_inputs):
+        self.record(gm, example_inputs)
+        return gm.forward
+
+
+class InductorBackend(CountingBackend):
     """``torch.compile(fn, backend=InductorBackend())``: Inductor, counted and timed.
 
     ``compiles`` is the number of graphs Dynamo asked it to compile (a recompile is one more);
@@ -145,17 +195,14 @@ class InductorBackend:
         # first call timed around this backend would otherwise count it as Dynamo's capture
         import torch._inductor.compile_fx  # noqa: F401
 
-        self.on_graph = on_graph
+        super().__init__(on_graph)
         self.on_inner = on_inner
-        self.compiles = 0
         self._inside = Stopwatch()  # every compile's seconds, added up
 
     def __call__(self, gm, example_inputs):
         from torch._inductor.compile_fx import compile_fx, compile_fx_inner
 
-        self.compiles += 1
-        if self.on_graph is not None:
-            self.on_graph(gm, example_inputs)
+        self.record(gm, example_inputs)
         kwargs: dict[str, Any] = {}
         if self.on_inner is not None:
             def inner(g, ex, **kw):

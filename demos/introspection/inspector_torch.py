@@ -31,7 +31,7 @@ from demos.engine.measurement import quiet
 from demos.engine.protocol import fresh_function
 from demos.engine.timing import break_even, compile_seconds, first_call, sync_torch
 from demos.introspection import dynamo, inductor
-from demos.introspection.hooks import output_code
+from demos.introspection.hooks import CaptureBackend, output_code
 from demos.introspection.inspector_inputs import BUDGET_S, EAGER_STAGE, time_against, user_error
 from demos.introspection.inspector_jax import jax_sweep
 from demos.introspection.trace import BOOKKEEPING_OPS
@@ -243,11 +243,7 @@ def sweep(fn: Callable, xs: list, dim: int = 0, sizes: Sequence[int] | None = No
     if not xs or dim >= xs[0].dim():
         raise DemoError(f"cannot sweep dimension {dim} of inputs with {xs[0].dim() if xs else 0} dimensions")
     sizes = list(sizes or sweep_sizes(xs[0].shape[dim]))
-    compiles: list[bool] = []
-
-    def backend(gm, example_inputs):
-        compiles.append(dynamo.symbolic(example_inputs))
-        return gm.forward
+    backend = CaptureBackend()
 
     def resized(n: int) -> list:
         ys = []
@@ -263,15 +259,15 @@ def sweep(fn: Callable, xs: list, dim: int = 0, sizes: Sequence[int] | None = No
     fell_back = False
     with quiet_torch(), dynamo.torch_recompile_log() as cap:
         for n in sizes:
-            before, since = len(compiles), len(cap.messages)
+            before, since = backend.compiles, len(cap.messages)
             f(*resized(n))
             new = cap.messages[since:]
             reason, limit = dynamo.read_recompiles(new)
             fell_back = fell_back or bool(limit)
-            compiled = len(compiles) > before
-            calls.append({"size": n, "compiled": compiled, "dynamic": bool(compiled and compiles[-1]),
+            compiled = backend.compiles > before
+            calls.append({"size": n, "compiled": compiled, "dynamic": bool(compiled and backend.graphs[-1].symbolic),
                           "fallback": bool(limit) or (fell_back and not compiled), "reason": reason})
-    out: dict[str, Any] = {"dim": dim, "torch": {"calls": calls, "compiles": len(compiles),
+    out: dict[str, Any] = {"dim": dim, "torch": {"calls": calls, "compiles": backend.compiles,
                                                   "limit": dynamo.recompile_limit()}}
     if jax_fn is not None:
         out["jax"] = jax_sweep(jax_fn, xs, dim, sizes)

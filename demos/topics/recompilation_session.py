@@ -24,7 +24,7 @@ from demos.engine.measurement import Progress, Run
 from demos.engine.convert import to_jax
 from demos.engine.timing import first_call, sync_for
 from demos.introspection import dynamo
-from demos.introspection.hooks import InductorBackend
+from demos.introspection.hooks import InductorBackend, symbolic
 from demos.topics.recompilation_figures import MODE_SHORT, mode_label, summarize
 
 
@@ -148,7 +148,7 @@ class Session:
     # torch: each graph the backend is asked to compile (then Inductor compiles it)
     def _on_graph(self, _gm, example_inputs) -> None:
         self.compiles += 1
-        self._symbolic_pending = dynamo.symbolic(example_inputs)
+        self._symbolic_pending = symbolic(example_inputs)
 
     def _input(self, S: int):
         if S not in self._inputs:
