@@ -67,7 +67,7 @@ def test_compiled_training_gradients_match_eager_and_jax():
     b = model.bundle(RUN, model.config())
     grads = {}
     with model.threads():
-        b.run("torch_compile", True)  # compiled (warm) and stepped once: compare at the current weights
+        b.call("torch_compile", True)  # compiled (warm) and stepped once: compare at the current weights
         for name, m in (("eager", b.model), ("compiled", b.compiled)):
             b.opt.zero_grad(set_to_none=True)
             zoo.torch_loss(m, b.x, b.t).backward()
@@ -147,9 +147,9 @@ def test_claim_the_speedup_shrinks_when_big_matmuls_dominate():
         small = (_OP_HEAVY[0] if attempt == 0 and _OP_HEAVY else _op_heavy_training())["speedup"]["torch_compile"]
         b = model.bundle(RUN, model.config(width=512))
         with model.threads():
-            b.run("torch_compile", True)
-            t = RUN.time_forms({"eager": (lambda: b.run("torch_eager", True), lambda _o: None),
-                                "compiled": (lambda: b.run("torch_compile", True), lambda _o: None)},
+            b.call("torch_compile", True)
+            t = RUN.time_forms({"eager": (lambda: b.call("torch_eager", True), lambda _o: None),
+                                "compiled": (lambda: b.call("torch_compile", True), lambda _o: None)},
                                budget_s=1.5, settle=False, max_samples=80)
         big = t["eager"].median / t["compiled"].median
         if big < small and model.speed_claims["big_matmuls"].holds(big, "cpu"):

@@ -223,7 +223,7 @@ def test_cold_compile_worker_is_its_own_entry_point(tmp_path, monkeypatch):
     spec = {"workload": "no_such_workload", "backends": ["torch_compile"], "dtype": "float32", "params": None,
             "budget_s": 0.01}
     with pytest.raises(DemoError, match="compile worker failed: .*no_such_workload"):
-        coldcompile.run(spec, str(tmp_path))
+        coldcompile.in_fresh_process(spec, str(tmp_path))
 
 
 def test_inductors_import_is_paid_before_the_first_calls_clock():

@@ -107,7 +107,7 @@ class Demo:
     # what the slide asks the room before it shows the figure: the question a claim declares
     # (Claim(..., ask=...)); here only a question no claim reads (asks.among): every demo that makes claims asks first
     ask: Any = None
-    seed: Reported | None = None
+    reported: Reported | None = None  # what the seed material reported, drawn until a record exists
 
     def __post_init__(self):
         if not callable(self.measure):
@@ -319,16 +319,16 @@ class Demo:
 
     def seed_reference(self, values: dict[str, Any] | None = None) -> dict | None:
         """The seed's reported figures for ``values``, stamped as reported (never as measured)."""
-        if self.seed is None:
+        if self.reported is None:
             return None
         vals = self.defaults()
         vals.update(values or {})
-        data = self.seed.figures(vals)
+        data = self.reported.figures(vals)
         if data is None:
             return None
         out = dict(data)
         out.update(recorded=True, seed=True, machine_short="seed's GPU (reported)",
-                   stamp=f"reported by {self.seed.source} — not measured here")
+                   stamp=f"reported by {self.reported.source} — not measured here")
         return out
 
     def record_into(self, rec, quick: bool = False) -> dict:

@@ -8,7 +8,7 @@ into a directory given by the parent:
 - ``cold_then_warm(spec)``: *cold* — a fresh process with its own, empty temporary cache
   directory (what a new machine pays); then *warm* — another fresh process sharing the cache
   directory the cold run just filled (what the next run on the same machine pays).
-- ``run(spec, cache_dir)``: one fresh process on ``cache_dir``.
+- ``in_fresh_process(spec, cache_dir)``: one fresh process on ``cache_dir``.
 - ``measure(spec)``: what runs inside it: per backend, the first call (split where the framework
   exposes the parts), the steady-state call and the eager call, as JSON.
 
@@ -136,7 +136,7 @@ def first_calls(spec: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def run(spec: dict[str, Any], cache_dir: str, timeout: float = 420) -> dict[str, Any]:
+def in_fresh_process(spec: dict[str, Any], cache_dir: str, timeout: float = 420) -> dict[str, Any]:
     """``measure(spec)`` in a fresh interpreter whose compile caches live in ``cache_dir``."""
     from demos.engine.worker import fresh_json
 
@@ -155,9 +155,9 @@ def cold_then_warm(spec: dict[str, Any], say: Callable[[float, str], None] | Non
     say = say or quiet
     with tempfile.TemporaryDirectory(prefix="jitdeck-cold-") as cache:
         say(0.05, "cold: fresh process, empty caches — compiling from scratch…")
-        cold = run(spec, cache)
+        cold = in_fresh_process(spec, cache)
         say(0.55, "warm: fresh process, caches from the cold run…")
-        warm = run(spec, cache)
+        warm = in_fresh_process(spec, cache)
     say(1.0, "done")
     return cold, warm
 

@@ -141,7 +141,7 @@ sync_trap = Demo(
     controls=[Choice("workload", "two_matmuls", options=TRAP_WORKLOADS, match=True),
               Choice("dtype", "float32", options=DTYPES, match=True)],
     measure=measure_sync_trap, figure=figure_sync_trap,
-    seed=Reported(_seed_trap, "the seed lecture notebook ('PyTorch and JAX') on an A100-class GPU"),
+    reported=Reported(_seed_trap, "the seed lecture notebook ('PyTorch and JAX') on an A100-class GPU"),
     configs=Configs(warm=[{"workload": w, "dtype": d} for w in TRAP_WORKLOADS for d in DTYPES]),
     # one sentence per backend measured (two measured clocks compared: no threshold). A regime whose
     # condition is the timing's own structure: each sample reads the clock at return, then again

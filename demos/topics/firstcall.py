@@ -39,7 +39,7 @@ def measure_costs(run: Run, N: int = 2**12, dtype: str = "float32") -> dict[str,
     run.progress(0.1, "a new Python process: importing torch, then the first calls…")
     spec = {"kind": "first_call", "N": N, "dtype": dtype, "budget_s": BUDGET_S,
             "threads": policy_threads()}  # the threads the declared state chose for this load
-    d = coldcompile.run(spec, str(compile_root() or temporary_root()), timeout=300)
+    d = coldcompile.in_fresh_process(spec, str(compile_root() or temporary_root()), timeout=300)
     run.progress(1.0, "drawing…")
     d.update({"N": N, "dtype": dtype,
               "extra": f"sin, cos and compiled relu(sin·cos + x), N={plots.pow2_label(N)}, {dtype}, "

@@ -51,14 +51,14 @@ def measure_replay(run: Run, budget_s: float = 0.3) -> dict[str, Any]:
         run.progress(0.05, "compiling (default, then reduce-overhead: it records its graph on the first calls)…")
         for form in forms:
             for _ in range(3):  # reduce-overhead warms up, records, then replays
-                sync_torch()(b.run(form, False))
+                sync_torch()(b.call(form, False))
         run.progress(0.4, "timing every form, taking turns…")
-        rows = {k: t.to_dict() for k, t in run.time_forms({f: ((lambda f=f: b.run(f, False)), sync_torch()) for f in forms},
+        rows = {k: t.to_dict() for k, t in run.time_forms({f: ((lambda f=f: b.call(f, False)), sync_torch()) for f in forms},
                                                           budget_s=budget_s * len(forms), settle=False, max_samples=80).items()}
         for i, form in enumerate(forms):
             run.progress(0.7 + 0.1 * i, f"profiling one {form} step…")
             with profiling.quiet_native_stderr():
-                prof = profiling.profile_run(lambda form=form: b.run(form, False), sync=sync_torch(),
+                prof = profiling.profile_run(lambda form=form: b.call(form, False), sync=sync_torch(),
                                              device=torch_device(), warmup=1, passes=2)
             rows[form].update(_launch_counts(prof))
     return {"device": torch_device(), "cfg": vars(cfg) | {}, "rows": rows,

@@ -108,7 +108,7 @@ def measure_ops(run: Run, layers: int | None = None, step: str = "inference") ->
             with contextlib.nullcontext() if training else torch.no_grad():
                 block = zoo.op_summary(lambda: b.model.layers[0](b.x))
                 if training:
-                    b.run("torch_eager", True)  # AdamW's state exists: count a steady step
+                    b.call("torch_eager", True)  # AdamW's state exists: count a steady step
                     b.opt.zero_grad(set_to_none=True)
                     box: list = []
                     eager["forward"] = zoo.op_summary(lambda: box.append(zoo.torch_loss(b.model, b.x, b.t)))
@@ -117,7 +117,7 @@ def measure_ops(run: Run, layers: int | None = None, step: str = "inference") ->
                 else:
                     eager["forward"] = zoo.op_summary(lambda: b.model(b.x))
             run.progress(0.4, "torch.compile: graphs and generated code…")
-            b.run("torch_compile", training)
+            b.call("torch_compile", training)
             b.cache[f"ops-{step}"] = {"eager": eager, "block": block, "graphs": b.records[step]}
     return b.cache[f"ops-{step}"] | {"step": step, "cfg": vars(cfg) | {}, "extra": _extra(cfg, f"{step}: ")}
 
@@ -182,11 +182,11 @@ def measure_speed(run: Run, step: str = "inference", tokens: str | None = None, 
     with threads():
         b = bundle(run, cfg)
         run.progress(0.05, "torch.compile (the first time at these sizes: a minute on a CPU)…")
-        first_s = run.first_call_once(("model step", step, tuple(sorted(vars(cfg).items()))), lambda: b.run("torch_compile", training))
+        first_s = run.first_call_once(("model step", step, tuple(sorted(vars(cfg).items()))), lambda: b.call("torch_compile", training))
         if not training and "agree" not in b.cache:
             b.cache["agree"] = agreement(b)
         names = ["torch_eager", "torch_compile"] + ["torch_compile_ro"] * (torch_device() == "cuda")
-        forms = {k: ((lambda k=k: b.run(k, training)), sync_torch()) for k in names}
+        forms = {k: ((lambda k=k: b.call(k, training)), sync_torch()) for k in names}
         skipped = {} if torch_device() == "cuda" else {
             "torch_compile_ro": "reduce-overhead (CUDA graphs) needs CUDA: not measured on a CPU"}
         try:
@@ -264,7 +264,7 @@ def measure_backward(run: Run, tokens: str | None = None, layers: int | None = N
     with threads():
         b = bundle(run, cfg)
         run.progress(0.1, "compiling the training step (forward + backward)…")
-        b.run("torch_compile", True)
+        b.call("torch_compile", True)
         run.progress(0.5, "saved tensors and peak memory, eager and compiled…")
         saved = {"torch_eager": zoo.saved_for_backward(b.model, b.x, b.t),
                  "torch_compile": zoo.saved_for_backward(b.compiled, b.x, b.t)}

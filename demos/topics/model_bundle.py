@@ -58,7 +58,7 @@ class Bundle:
         parsed = parse_inductor(code) if code else None
         self.records.setdefault(self._phase, []).append(graph_summary(graph, backward, parsed))
 
-    def run(self, form: str, training: bool):
+    def call(self, form: str, training: bool):
         """One forward (no grad) or training step of a form: torch_eager, torch_compile, or
         torch_compile_ro (reduce-overhead, CUDA only). The compiled form's first call compiles
         with the AOTAutograd cache off, so the graphs reach the hook (the FX-graph cache applies)."""
@@ -104,8 +104,8 @@ def agreement(b: Bundle) -> dict[str, float]:
     """Max |difference| from eager of every form's forward output ÷ max |output|, same weights."""
     import numpy as np
 
-    ref = to_numpy(b.run("torch_eager", False))
-    outs = {"torch_compile": to_numpy(b.run("torch_compile", False))}
+    ref = to_numpy(b.call("torch_eager", False))
+    outs = {"torch_compile": to_numpy(b.call("torch_compile", False))}
     with contextlib.suppress(DemoError):  # no JAX: the torch forms still agree, or not
         outs |= zoo.jax_outputs(b.model, b.x, b.cfg.heads)
     scale = float(np.abs(ref).max())

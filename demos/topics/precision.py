@@ -294,5 +294,5 @@ lever = Demo(
     controls=_controls, measure=measure_lever, figure=figure_lever, panel="warmed",
     configs=Configs(warm=_warm_batches,
                     record={"budget_s": 0.3}, quick={"budget_s": 0.05}), claims=lever_claims,
-    seed=Reported(_seed_mlp, "the seed lecture notebook ('PyTorch and JAX') on an A100"),
+    reported=Reported(_seed_mlp, "the seed lecture notebook ('PyTorch and JAX') on an A100"),
 )
