@@ -120,7 +120,7 @@ _WARMED: list[str] = []
 
 
 def warmed_for_the_deck() -> None:
-    """What `make warm` leaves for the panels that open warmed (``pacing`` "warmed" or "cold"):
+    """What `make warm` leaves for the panels that open warmed (``panel=`` "warmed" or "cold"):
     each one's result at the values the slides open it at (part 7's presets, read from the cells by
     ``nbtools.live_cells``), in this session's DEMOS_WARMED_DIR. The parts are executed and walked
     as a lecturer runs them after `make warm`: those panels open on it (the headless execution and
@@ -144,7 +144,8 @@ def warmed_for_the_deck() -> None:
                 demo.forget()
             save_warmed(demo, demo.run(values))
         _WARMED.append(demo.key)
-    topics.load()[0].forget()  # nothing it compiled stays behind in this process
+    for demo in {d.key: d for d, _ in wanted}.values():
+        demo.forget()  # nothing it compiled stays behind in this process
 
 
 def executed_notebook(name: str, timeout: int = 1200):
@@ -180,11 +181,11 @@ WALKED_ELSEWHERE: dict[str, list] = {"console": [], "requests": []}
 
 def require_browser() -> str:
     """Debian's chromium and Playwright, or a skip (a failure under CI=true)."""
-    from demos.deck import export
+    from demos.deck.printing import chromium_path
     from demos.engine.errors import DemoError
 
     try:
-        exe = export.chromium_path()
+        exe = chromium_path()
         import playwright.sync_api  # noqa: F401
     except (DemoError, ImportError) as exc:
         if in_ci():
@@ -228,11 +229,11 @@ def jupyter_server():
 def chromium():
     """Headless chromium that records every request (``ctx.requests``) and every console error
     and failed request, by origin (``ctx.console``; ``ctx.where['part']`` tags them)."""
-    from demos.deck import export
+    from demos.deck.printing import browser
     from demos.deck.walk import watch_console
 
     requests: list[str] = []
-    with export.browser() as ctx:
+    with browser() as ctx:
         ctx.on("request", lambda r: requests.append(r.url))
         ctx.requests = requests
         ctx.console, ctx.where = [], {}

@@ -388,9 +388,6 @@ RE_EXPORTS_ALLOWED = {
     # the vocabulary of a demo declaration: `from demos.deck.demo import Demo, Choice, Pow2, …`
     # is how a topic declares one, so demo.py hands on the controls, Claim and asks
     "demos/deck/demo.py": {"asks", "Claim", "Choice", "Code", "Float", "Int", "Pow2", "Pow2Range"},
-    # tests/conftest.py's require_browser still calls export.chromium_path() (it lives in
-    # demos.deck.printing); remove once conftest imports it from there
-    "demos/deck/export.py": {"chromium_path"},
 }
 
 

@@ -38,7 +38,7 @@ from demos.deck.nbtools import OneKernel
 from demos.engine.env import package_digest
 from demos.engine.errors import DemoError
 from demos.engine.settings import PROJECT_ROOT, at_import
-from demos.deck.printing import browser, chromium_path, pdf_pages, print_pdf, serve, unite  # noqa: F401  (chromium_path: tests/conftest.py)
+from demos.deck.printing import browser, pdf_pages, print_pdf, serve, unite
 
 # read at import (checked, with every setting, by demos.engine.settings before a command's work)
 BUILD = Path(at_import("DEMOS_BUILD_DIR") or PROJECT_ROOT / "build")
