@@ -18,7 +18,8 @@ def test_widget_versions_that_render_in_rise(monkeypatch):
     from demos.deck import present
 
     versions = {"jupyterlab_rise": "0.42.0", "ipywidgets": "8.1.2", "jupyterlab_widgets": "3.0.10"}
-    monkeypatch.setattr(present, "package_version", lambda pkg: versions.get(pkg))
+    monkeypatch.setattr(present, "package_version", lambda pkg: versions.get(pkg))  # what present reads
+    monkeypatch.setattr("demos.engine.env.package_version", lambda pkg: versions.get(pkg))  # and check
     assert present.widgets_problem() is None  # the deck's pins
     versions.update(jupyterlab_rise="0.43.1", ipywidgets="7.8.5", jupyterlab_widgets="1.1.11")
     assert present.widgets_problem() is None  # the older stack renders too
