@@ -154,3 +154,54 @@ def test_the_timers_synchronise_by_default(monkeypatch):
     before = len(synced)
     run.first_call(lambda: None, timing.no_sync)  # asked for by name
     assert len(synced) == before
+
+
+def test_the_default_figure_redraws_into_a_kept_figure_as_a_new_one_draws(example):
+    """The figure a demo without ``figure=`` gets (``plots.timing_bars``) passes the check every
+    declared demo's figure passes (tests/test_figure_slots.py), from this machine's measurement."""
+    from test_figure_slots import test_a_reused_figure_draws_what_a_new_one_draws as same_pixels
+
+    same_pixels(example[1], [])
+
+
+def test_what_the_example_leaves_out_has_a_default(example):
+    module, gelu = example
+    data = gelu.run({"N": 2**12})
+    assert data["extra"] == "N=2^12, dtype=float32" and "N=2^12, dtype=float32" in data["stamp"]
+    assert gelu.matching == () and gelu.pacing == "live" and not gelu.button
+    assert gelu.claims["kernels"].ask is gelu.ask  # the question is the claim's
+    assert gelu.ask.question.startswith("How many kernels")
+
+
+def test_run_keeps_a_compiled_copy_per_key_and_counts_kernels_once_per_signature(monkeypatch):
+    import torch
+    import torch.nn.functional as F
+
+    from demos.deck import context
+    from demos.engine.devices import torch_device
+
+    run = context.DemoRun()
+    a, b = run.compiled(F.gelu, 2**10, "float32"), run.compiled(F.gelu, 2**12, "float32")
+    assert a is run.compiled(F.gelu, 2**10, "float32") and a is not b  # a new key compiles anew
+    counted = []
+    real = context.inductor_code
+    monkeypatch.setattr(context, "inductor_code", lambda fn, *args: counted.append(fn) or real(fn, *args))
+    x = run.randn(2**10)
+    assert run.kernels(F.gelu, x) == 1 and run.kernels(F.gelu, run.randn(2**10)) == 1 and len(counted) == 1
+    assert run.kernels(F.gelu, run.randn(2**11)) == 1 and len(counted) == 2  # another shape: counted again
+    assert torch.equal(x, run.randn(2**10)) and run.randn(4, 8, dtype="bfloat16").dtype == torch.bfloat16
+    assert x.device.type == torch.device(torch_device()).type  # on the device the demo measures on
+
+
+def test_a_claim_names_a_key_and_carries_its_question():
+    from demos.deck import asks
+    from demos.deck.claims import Claim, Claims
+
+    claim = Claim("{threshold} kernel", "kernels", "==", 1, ask=asks.count("How many?", (2, 3), noun="kernel"))
+    assert claim.key == "kernels" and claim.value({"kernels": 1}) == 1
+    assert claim.ask.choices == ("1 kernel", "2 kernels", "3 kernels")  # the claimed count is a choice
+    assert claim.ask.answer({"kernels": 2}) == (1, "2 kernels")
+    verdict = Claims(claim).verdicts({"kernel": 1})[0]  # a key measure never returned: fails, and says so
+    assert verdict.status == "fails" and "no 'kernels'" in verdict.condition
+    band = Claim("over {threshold}×", "speedup", ">", 1.5, ask=asks.bands("How much faster?", (1,)))
+    assert band.ask.choices == ("under 1×", "1–1.5×", "over 1.5×")

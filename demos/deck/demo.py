@@ -30,11 +30,13 @@ and the live cell is ``topic.ones()``. From that one declaration this module bui
 the warm-up for ``make warm``, the recorded-only export (``make pdf RESULTS=…``), the lookup of
 the reference record with its stamp, the rows of ``ui-bench`` and the shared widget test.
 
-``measure(run, **values)`` gets a :class:`demos.engine.measurement.Run`, made for this
-measurement (its cache, timing, fresh compiles and progress), and the control values as keyword
-arguments; it returns a JSON-able dict, to which the demo adds ``values`` and a ``stamp`` saying
-where it was measured. ``figure(data, reference)`` draws a measurement, live or recorded;
-``reference`` is the recorded run's data for the same demo (stamped, ``recorded=True``) or None.
+``measure(run, **values)`` gets a :class:`demos.deck.context.DemoRun`, made for this
+measurement (its cache, timing, fresh compiles, kernel counts and progress), and the control
+values as keyword arguments; it returns a JSON-able dict, to which the demo adds ``values``, an
+``extra`` naming them (unless it gave one) and a ``stamp`` saying where it was measured.
+``figure(data, reference)`` draws a measurement, live or recorded; ``reference`` is the recorded
+run's data for the same demo (stamped, ``recorded=True``) or None; without one, each timed form
+is a bar (:func:`demos.engine.plots.timing_bars`).
 Controls marked ``view=True`` change only the drawing: moving one redraws without measuring
 again. A ``Demo`` is immutable once declared; what changes as it runs (its latest measurement, its
 cache) is its state, which :meth:`Demo.forget` drops.
