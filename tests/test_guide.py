@@ -125,8 +125,10 @@ def test_run_compile_takes_a_builtin():
     from demos.engine.measurement import Run
 
     compiled = Run().compile(F.gelu)
-    x = torch.randn(4096)
-    assert torch.allclose(compiled(x), F.gelu(x), atol=1e-6)
+    x = Run.randn(4096).cpu()
+    # Inductor's vectorised erf and ATen's differ by up to ~1e-6 here (measured: 9.8e-7 over 30
+    # runs), about 8 float32 ulps of 1: gelu within 16 ulps, not the same bits
+    assert torch.allclose(compiled(x), F.gelu(x), rtol=0, atol=16 * torch.finfo(torch.float32).eps)
 
 
 def test_the_timers_synchronise_by_default(monkeypatch):
