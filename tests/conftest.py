@@ -101,12 +101,19 @@ def _rank(rank: dict, group: str) -> int:
     return rank.get("demo:" if group.startswith("demo:") else group, len(rank))
 
 
+def worker_order(nodeid: str) -> tuple:
+    """Where a test comes in a worker's list: its group's place in FIRST, its place in its group,
+    then its file (the groups FIRST does not name, by file name: the same order whichever order the
+    files were named in); a sort keeps each file's own order."""
+    rank = {g: i for i, g in enumerate(FIRST)}
+    return _rank(rank, worker_group(nodeid)), _in_group(nodeid), nodeid.split("::", 1)[0]
+
+
 def pytest_collection_modifyitems(config, items):
     from demos.engine.devices import torch_device
 
     if os.environ.get("PYTEST_XDIST_WORKER"):  # what a worker collects is the order the groups are handed out
-        rank = {g: i for i, g in enumerate(FIRST)}
-        items.sort(key=lambda item: (_rank(rank, worker_group(item.nodeid)), _in_group(item.nodeid)))
+        items.sort(key=lambda item: worker_order(item.nodeid))
     # in one process the collection's order: no test depends on another having run first
 
     if torch_device() != "cuda":

@@ -8,12 +8,11 @@ import os
 import subprocess
 import sys
 
-from conftest import FIRST, ROOT, _in_group, _rank, worker_group
+from conftest import ROOT, worker_order
 
 
 def _as_a_worker_orders(nodeids):
-    rank = {g: i for i, g in enumerate(FIRST)}
-    return sorted(nodeids, key=lambda n: (_rank(rank, worker_group(n)), _in_group(n)))
+    return sorted(nodeids, key=worker_order)
 
 
 def test_a_second_process_collects_the_same_tests_in_the_same_order(request):

@@ -259,6 +259,25 @@ def test_a_warmed_panel_says_what_it_shows_and_a_move_waits_for_run(tmp_path, mo
     assert calls == [3, 4] and panel.renders == 2 and panel.last_png != first and "done in" in panel.status.value
 
 
+def test_run_measures_even_before_a_warmed_panels_first_redraw(tmp_path, monkeypatch):
+    """Run measures, never draws `make warm`'s result, even on a panel built but not yet redrawn (a
+    test or a script driving it; CI once drew part 7's warm result where a Run was due)."""
+    import demos.deck.demo as dm
+
+    calls = []
+    monkeypatch.setattr(dm, "WARMED_DIR", tmp_path)
+    monkeypatch.setattr("demos.deck.ui.static_mode", lambda: False)
+    demo = _probe_demo("runfirst", "runfirstprobe", calls, panel="warmed")
+    demo.warm_up()
+    demo.forget()
+    panel = demo.open_panel()
+    assert panel.initial is not None  # it would open on the warm result
+    panel._build()
+    panel.button.click()
+    panel.join(300)
+    assert calls == [3, 3] and panel.renders == 1 and "done in" in panel.status.value
+
+
 def test_a_declaration_is_immutable_and_its_docstring_example_runs():
     import dataclasses
     import doctest

@@ -373,6 +373,8 @@ class Panel:
         measures again even where nothing changed, from the declared state, as ``forget`` does."""
         if remeasure or forget:
             self.demo.forget()
+        if remeasure:  # Run measures: never the warm result, even before the panel's first redraw
+            self.initial = None
         self._build()
         self.progress(0.0, "measuring…")
         self.idle_bar()
