@@ -22,7 +22,6 @@ It writes ``figures.json`` and ``sizing.md`` (the table docs/course.md quotes) t
 """
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import sys
@@ -197,14 +196,9 @@ def table(figs: dict[str, Any]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from demos.engine.entry import Parser, guarded
+    from demos.engine.entry import parts_command
 
-    ap = Parser(prog="python -m demos.deck.hubsize", description=__doc__,
-                formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--parts", help="comma-separated part numbers (default: all)")
-    ap.add_argument("--out", default=str(OUT), help="where figures.json and sizing.md go (default build/hubsize)")
-    args = ap.parse_args(argv)
-    return guarded("hubsize", lambda: _size(args))
+    return parts_command(argv, "python -m demos.deck.hubsize", __doc__, "hubsize", str(OUT), "figures.json and sizing.md", _size)
 
 
 def _size(args) -> int:

@@ -11,7 +11,6 @@ screenshot per part).
 """
 from __future__ import annotations
 
-import argparse
 import json
 import re
 import sys
@@ -164,14 +163,9 @@ def report(runs: list[dict[str, Any]], stamp: str) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from demos.engine.entry import Parser, guarded
+    from demos.engine.entry import parts_command
 
-    ap = Parser(prog="python -m demos.deck.labrun", description=__doc__,
-                formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--parts", help="comma-separated part numbers (default: all)")
-    ap.add_argument("--out", default=str(OUT), help="where the table and screenshots go (default build/labrun)")
-    args = ap.parse_args(argv)
-    return guarded("labrun", lambda: _run(args))
+    return parts_command(argv, "python -m demos.deck.labrun", __doc__, "labrun", str(OUT), "the table and screenshots", _run)
 
 
 def _run(args) -> int:

@@ -13,7 +13,6 @@ the browser tests use too.
 """
 from __future__ import annotations
 
-import argparse
 import json
 import re
 import sys
@@ -368,14 +367,9 @@ def console_report(console: list[dict]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from demos.engine.entry import Parser, guarded
+    from demos.engine.entry import parts_command
 
-    ap = Parser(prog="python -m demos walk", description=__doc__,
-                formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--parts", help="comma-separated part numbers (default: all)")
-    ap.add_argument("--out", default=str(OUT), help="where the report and screenshots go (default build/walk)")
-    args = ap.parse_args(argv)
-    return guarded("walk", lambda: _walk(args))
+    return parts_command(argv, "python -m demos walk", __doc__, "walk", str(OUT), "the report and screenshots", _walk)
 
 
 def _walk(args) -> int:

@@ -53,6 +53,18 @@ def guarded(prog: str, body: Callable[[], int], settings: bool = True) -> int:
         return 1
 
 
+def parts_command(argv: list[str] | None, prog: str, doc: str | None, name: str, default_out: str,
+                  what: str, body: Callable[[argparse.Namespace], int]) -> int:
+    """The command line of a tool that works through the deck's parts (the walk, the JupyterLab
+    run, the hub sizing): ``--parts`` (comma-separated numbers; default all) and ``--out`` (where
+    ``what`` goes), then ``body(args)`` under :func:`guarded`."""
+    ap = Parser(prog=prog, description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--parts", help="comma-separated part numbers (default: all)")
+    ap.add_argument("--out", default=default_out, help=f"where {what} go (default {default_out})")
+    args = ap.parse_args(argv)
+    return guarded(name, lambda: body(args))
+
+
 def _debug() -> bool:
     from demos.engine.settings import SettingError, get
 
