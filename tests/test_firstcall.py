@@ -6,6 +6,7 @@ import copy
 
 import pytest
 
+from demos.deck.claims import FAILS, HOLDS
 from demos.engine.devices import torch_device
 from demos.engine.measurement import Run
 from demos.topics import firstcall
@@ -39,10 +40,16 @@ def test_claim_first_calls_cost_many_steady_calls_in_a_new_process():
         f = d[form]
         assert f["steady_p10"] <= f["steady_s"] <= f["steady_p90"] and f["first_s"] > f["steady_s"]
     assert d["compiled"]["inductor_s"] > 0  # the first compiled call went through Inductor
-    claims = firstcall.costs_claims(d)
+    # Each claim is a regime (a short steady call): on a busy 2-core box a steady call can take
+    # longer, and the claim then says it does not apply here, with its measured condition; none fails.
+    verdicts = {v.key: v for v in firstcall.costs_claims.verdicts(d)}
     seconds = {f: {k: d[f][k] for k in ("first_s", "steady_s", "steady_p90")} for f in ("sin", "cos", "compiled")}
-    assert len(claims) == 3 and all(claims.values()), (claims, seconds, d["threads"], d.get("conditions"))
-    assert firstcall.costs.ask.answer(d)[0] in (2, 3)  # over 10×: "10–100×" or "over 100×"
+    why = ([v.line() for v in verdicts.values()], seconds, d["threads"])
+    assert set(verdicts) == {"first_op", "second_op", "compiled"}, why
+    assert all(v.status != FAILS for v in verdicts.values()), why
+    assert (verdicts["first_op"].status == HOLDS) == (d["sin"]["steady_s"] < firstcall.SHORT_OP_S), why
+    if verdicts["first_op"].status == HOLDS:
+        assert firstcall.costs.ask.answer(d)[0] in (2, 3)  # over 10×: "10–100×" or "over 100×"
     flat = copy.deepcopy(d)
     flat["sin"]["first_s"] = flat["sin"]["steady_s"] * 2  # a first call no dearer than the rest fails
     assert firstcall.costs_claims["first_op"].evaluate(flat)[1] is False

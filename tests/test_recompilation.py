@@ -11,6 +11,7 @@ import pytest
 
 import demos  # noqa: F401  (environment before torch/JAX)
 from demos.introspection import coldcompile
+from demos.deck.claims import FAILS, HOLDS, NOT_HERE
 from demos.engine.errors import DemoError
 from demos.engine.measurement import Run
 from demos.introspection import dynamo
@@ -197,14 +198,23 @@ def test_cold_compile_is_slower_than_warm_cache(latency, artifacts):
     t = data["backends"]["torch_compile"]
     assert rc.latency_claims["warm_cache"].holds(t["cold"]["first_s"] / t["warm"]["first_s"], data), \
         (t["cold"]["first_s"], t["warm"]["first_s"])
-    assert rc.latency_claims["first_call"].holds(t["cold"]["first_s"] / t["steady_s"], data), t
     if "jax_jit" in data["backends"]:
         j = data["backends"]["jax_jit"]
         # the XLA compile step proper: compiling from scratch vs loading from the persistent cache
         key = "XLA compile (or cache load)"
         assert j["cold"]["parts"][key] > j["warm"]["parts"][key], (j["cold"]["parts"], j["warm"]["parts"])
-    claims = rc.latency_claims(data)
-    assert all(claims.values()) and len(claims) == 2 + ("jax_jit" in data["backends"]), claims
+    # Every claim speaks of this measurement; none fails. The first-call claim is a regime (a steady
+    # call under STEADY_CALL_S): on a busy 2-core box the steady call can take longer, and then the
+    # claim says it does not apply here, with the measured condition, rather than failing.
+    verdicts = {v.key: v for v in rc.latency_claims.verdicts(data)}
+    assert set(verdicts) == {"first_call", "warm_cache"} | ({"jax_warm_cache"} if "jax_jit" in data["backends"] else set())
+    assert all(v.status != FAILS for v in verdicts.values()), [v.line() for v in verdicts.values()]
+    assert verdicts["warm_cache"].status == HOLDS, verdicts["warm_cache"].line()
+    first = verdicts["first_call"]
+    assert (first.status == HOLDS) == (t["steady_s"] < rc.STEADY_CALL_S), first.line()
+    if first.status == NOT_HERE:
+        assert "steady-state call takes" in first.condition, first.line()
+    assert rc.latency_claims(data) == {v.text: True for v in verdicts.values() if v.status == HOLDS}
     for e in data["backends"].values():
         for k in ("cold", "warm"):
             be = e[k]["break_even_calls"]
