@@ -128,7 +128,7 @@ class Panel:
         if self.run_button:
             self.button = w.Button(description="Run", button_style="primary", icon="play",
                                    layout=w.Layout(width="110px"))
-            self.button.on_click(lambda _b: self.run())
+            self.button.on_click(lambda _b: self.press_run())
             row.append(self.button)
             if self.stoppable:  # beside Run, on its row: the panel is no taller for it
                 self.stop_button = w.Button(description="Stop", icon="stop", disabled=True,
@@ -264,7 +264,7 @@ class Panel:
         if self._built:
             self.status.value = f"<span class='jitdeck-busy'>◷ {WAITING}</span>"
 
-    def run(self) -> None:
+    def press_run(self) -> None:
         """The Run button: measure again, in the panel's turn (returns at once); a second Run
         while one is waiting or under way is ignored."""
         if TURNS.busy(self, "run"):
@@ -389,9 +389,9 @@ class Panel:
             self._show_png(png)
             self.table.value = table
         self.idle_bar()
+        self._mark()  # before the status: a status that says "done" comes with its mark
         self.status.value = self.status_line()
         self.status.tooltip = html.unescape(re.sub(r"<[^>]+>", "", self.status.value))  # a line cut short, whole
-        self._mark()
 
     def _show_png(self, png: bytes) -> None:
         """The figure in the panel's output area. A background Run sets the Output widget's

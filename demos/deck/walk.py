@@ -250,16 +250,16 @@ def time_to_figure(page, cell, timeout_s: float = 180.0, choice: int = 0, shots:
     except Exception:  # playwright's TimeoutError
         shown = "nothing"
     seconds = time.perf_counter() - t0
-    status = ""
-    for _ in range(20):  # the status line follows the image by a moment
+    status, mark = "", ""
+    marks = cell.locator(".jitdeck-mark")
+    for _ in range(50):  # the status line, and the mark of a question answered, follow the image by a moment
         status = (cell.locator(".jitdeck-panel .jitdeck-status").all_inner_texts() or [""])
         status = " ".join(s.strip() for s in status if s.strip())
-        if status and "measuring" not in status:
+        mark = marks.first.inner_text().strip() if marks.count() else ""
+        if status and "measuring" not in status and (asked_s is None or mark or shown != "figure"):
             break
         time.sleep(0.1)
     code = (cell.locator(".jp-InputArea-editor").inner_text() or "").strip().splitlines()
-    marks = cell.locator(".jitdeck-mark")
-    mark = marks.first.inner_text().strip() if marks.count() else ""
     return {"cell": code[-1].strip() if code else "?", "shown": shown, "seconds": seconds, "status": status[:200],
             "asked_s": asked_s, "mark": mark}
 
