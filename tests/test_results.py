@@ -132,7 +132,8 @@ def _old_record() -> dict:
     return {"schema": "jit-deck/record@3", "machine": {"device": "cuda"}, "rows": [], "sections": {
         "model": {"speed": {"compile_s": 12.0, "rows": {"torch_compile": {"median_s": 0.01}}},
                   "compile_cost": {"whole": {"first_s": 20.7, "compile_s": 20.6}}},
-        "yourfn": {"inspector": {"report": {"torch": {"compile_s": 0.86, "compiled": {"median_s": 0.06}},
+        "yourfn": {"inspector": {"report": {"torch": {"compile_s": 0.86, "compiled": {"median_s": 0.06},
+                                                      "eager": {"median_s": 0.08}, "pays_after": 43},
                                             "jax": {"compile_s": 0.16}}}},
         "autotune": {"gemms": {"rows": {"default": {"compile_s": 5.0, "steady": {"median_s": 0.5}},
                                         "jax_jit": {"launches": []}}}},
@@ -152,6 +153,7 @@ def test_an_older_records_whole_first_call_stored_as_compile_s_reads_as_first_s(
     assert (s["model"]["speed"]["first_s"], s["model"]["speed"]["compile_s"]) == (12.0, pytest.approx(11.99))
     torch_half = s["yourfn"]["inspector"]["report"]["torch"]
     assert (torch_half["first_s"], torch_half["compile_s"]) == (0.86, pytest.approx(0.80))
+    assert torch_half["pays_after"] == 40  # 0.80 s of compiling repaid at 0.02 s a call (was 43: 0.86 s)
     assert s["yourfn"]["inspector"]["report"]["jax"] == {"compile_s": 0.16}  # a compile timed alone
     assert s["model"]["compile_cost"]["whole"] == {"first_s": 20.7, "compile_s": 20.6}  # already first − steady
     assert s["autotune"]["gemms"]["rows"]["default"]["first_s"] == 5.0

@@ -10,6 +10,7 @@ from __future__ import annotations
 import copy
 import datetime as _dt
 import json
+import math
 import re
 import sys
 from dataclasses import asdict, dataclass, field, fields
@@ -215,11 +216,25 @@ def _at(o: Any, path: tuple[str, ...]) -> list[Any]:
     return [v for k in keys for v in _at(o[k], path[1:])]
 
 
+def _pays_after_again(o: dict[str, Any]) -> None:
+    """The inspector's calls-to-break-even from the upgraded ``compile_s``, where ``o`` holds one."""
+    from demos.engine.timing import break_even
+
+    eager, compiled = (o.get(k) for k in ("eager", "compiled"))
+    if "pays_after" not in o or not (isinstance(eager, dict) and isinstance(compiled, dict)):
+        return
+    e, c = eager.get("median_s"), compiled.get("median_s")
+    if all(isinstance(x, (int, float)) for x in (e, c)):
+        calls = break_even(o["compile_s"], e, c)
+        o["pays_after"] = math.ceil(calls) if math.isfinite(calls) else None
+
+
 def upgrade_compile_s(d: dict[str, Any]) -> dict[str, Any]:
     """A record before @4 with ``compile_s`` in its one meaning (``timing.first_call``): where it
     held a whole first call, that call becomes ``first_s`` and ``compile_s`` that call less its
-    steady call (left out where the record has none); a session's summed compiling calls each lose
-    the session's steady call. A copy; nothing else changes."""
+    steady call (left out where the record has none), and the inspector's ``pays_after`` follows
+    it; a session's summed compiling calls each lose the session's steady call. A copy; nothing
+    else changes."""
     from demos.engine.timing import compile_seconds
 
     d = {**d, "sections": copy.deepcopy(d.get("sections", {}))}
@@ -231,6 +246,7 @@ def upgrade_compile_s(d: dict[str, Any]) -> dict[str, Any]:
                 steady = _at(o, steady_path)
                 if isinstance(first, (int, float)) and steady and isinstance(steady[0], (int, float)):
                     o["compile_s"] = compile_seconds(first, steady[0])
+                    _pays_after_again(o)
     for topic, demo, path in _SESSIONS:
         for o in _at(sections.get(topic, {}).get(demo), path):
             summary, events = (o.get("summary"), o.get("events")) if isinstance(o, dict) else (None, None)
