@@ -10,7 +10,6 @@ from __future__ import annotations
 import copy
 import datetime as _dt
 import json
-import math
 import re
 import sys
 from dataclasses import asdict, dataclass, field, fields
@@ -218,15 +217,14 @@ def _at(o: Any, path: tuple[str, ...]) -> list[Any]:
 
 def _pays_after_again(o: dict[str, Any]) -> None:
     """The inspector's calls-to-break-even from the upgraded ``compile_s``, where ``o`` holds one."""
-    from demos.engine.timing import break_even
+    from demos.engine.timing import pays_after
 
     eager, compiled = (o.get(k) for k in ("eager", "compiled"))
     if "pays_after" not in o or not (isinstance(eager, dict) and isinstance(compiled, dict)):
         return
     e, c = eager.get("median_s"), compiled.get("median_s")
     if all(isinstance(x, (int, float)) for x in (e, c)):
-        calls = break_even(o["compile_s"], e, c)
-        o["pays_after"] = math.ceil(calls) if math.isfinite(calls) else None
+        o["pays_after"] = pays_after(o["compile_s"], e, c)
 
 
 def upgrade_compile_s(d: dict[str, Any]) -> dict[str, Any]:

@@ -72,6 +72,12 @@ def break_even(compile_s: float, eager_s: float, compiled_s: float) -> float:
     return math.inf if gain <= 0 else compile_s / gain
 
 
+def pays_after(compile_s: float, eager_s: float, compiled_s: float) -> int | None:
+    """Whole calls until the compile is repaid (:func:`break_even` rounded up); None: never."""
+    calls = break_even(compile_s, eager_s, compiled_s)
+    return math.ceil(calls) if math.isfinite(calls) else None
+
+
 def quantile(xs: list[float], q: float) -> float:
     xs = sorted(xs)
     if not xs:

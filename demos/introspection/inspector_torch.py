@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import contextlib
 import linecache
-import math
 import re
 from typing import Any, Callable, Sequence
 
@@ -29,7 +28,7 @@ from demos.engine.errors import DemoError
 from demos.engine.model_zoo import dispatched_ops
 from demos.engine.measurement import quiet
 from demos.engine.protocol import fresh_function
-from demos.engine.timing import break_even, compile_seconds, first_call, sync_torch
+from demos.engine.timing import compile_seconds, first_call, pays_after, sync_torch
 from demos.introspection import dynamo, inductor
 from demos.introspection.hooks import CaptureBackend, output_code
 from demos.introspection.inspector_inputs import BUDGET_S, EAGER_STAGE, time_against, user_error
@@ -221,8 +220,7 @@ def inspect_torch(fn: Callable, xs: list, budget_s: float = BUDGET_S, progress=N
         a, b = _clone(xs), _clone(xs)
         e, c = time_against(out, ("eager", lambda: fn(*a)), ("compiled", lambda: compiled(*b)), sync, budget_s)
     out["compile_s"] = compile_seconds(secs, c)
-    calls = break_even(out["compile_s"], e, c)
-    out["pays_after"] = math.ceil(calls) if math.isfinite(calls) else None
+    out["pays_after"] = pays_after(out["compile_s"], e, c)
     return out
 
 
