@@ -212,7 +212,7 @@ def cmd_check_matrix(args: argparse.Namespace) -> int:
 def cmd_quiz(args: argparse.Namespace) -> int:
     from demos.deck.quiz import main as quiz_main
 
-    return quiz_main(_demos(args.demo), measure=not args.record_only, everything=args.measure)
+    return quiz_main(_demos(args.demo), measure=not args.record_only, everything=args.measure, as_json=args.json)
 
 
 def cmd_ui_bench(args: argparse.Namespace) -> int:
@@ -379,6 +379,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--record-only", action="store_true", help="measure nothing: the record's answers alone")
     p.add_argument("--measure", action="store_true",
                    help="measure every demo again, also those whose panels open on `make warm`'s result")
+    p.add_argument("--json", action="store_true",
+                   help="measure nothing; print the questions, the record's answers and make warm's as JSON "
+                        "(what the notes window reads)")
     p.set_defaults(func=cmd_quiz)
     p = sub.add_parser("warm", help="compile every demo's defaults into the caches in .cache/")
     p.add_argument("--demo", help="comma-separated demos or topics (default: all)")

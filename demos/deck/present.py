@@ -32,6 +32,7 @@ import webbrowser
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from demos.deck import notes
 from demos.engine.env import (CACHE_ROOT, FINGERPRINT, VERSIONED, cache_problem, compile_root, other_fingerprints,
                               package_digest, package_version)
 from demos.engine.errors import DemoError
@@ -161,6 +162,8 @@ def plan(part: str | int | None = None, port: int | None = None, ip: str = "127.
         "--FileContentsManager.pre_save_hook=demos.deck.nbtools.pre_save_hook",
         # jupyterlab_rise points MathJax at a CDN by default; serve nothing remote.
         "--ServerApp.tornado_settings={'mathjax_url': '/static/nonexistent-mathjax.js'}",
+        # the notes window (key t in the slideshow): its page and the lab extension that drives it
+        *notes.server_args(),
     ]
     if hasattr(os, "geteuid") and os.geteuid() == 0:
         argv.append("--allow-root")        # CI containers run as root; the token still applies

@@ -52,6 +52,22 @@ def answer_here(demo, measure: bool) -> tuple[dict | None, str]:
         return None, one_line(exc)
 
 
+def rows(demos: Sequence) -> list[dict]:
+    """Every question in slide order, measuring nothing: its choices, the record's answer and,
+    for a panel that opens on `make warm`'s result, that result's answer (what the room sees
+    first). What the notes window shows before a panel has measured (:mod:`demos.deck.notes`)."""
+    out = []
+    for part, demo in slide_order(demos):
+        ask = demo.ask
+        ref, ref_label = demo.answering_reference(demo.defaults())
+        warm = load_warmed(demo) if demo.opens_warmed else None
+        out.append({"part": part, "key": demo.key, "title": demo.title, "question": ask.question,
+                    "choices": ask.lettered(),
+                    "record": {"label": ref_label, "said": ask.said(ref)} if ref is not None else None,
+                    "warm": {"label": f"{this_machine()} (make warm)", "said": ask.said(warm)} if warm else None})
+    return out
+
+
 def sheet(demos: Sequence, measure: bool = True, everything: bool = False, out: TextIO = sys.stdout) -> int:
     """Print the sheet; returns how many questions this machine could not answer."""
     here_label = this_machine()
@@ -77,8 +93,13 @@ def sheet(demos: Sequence, measure: bool = True, everything: bool = False, out: 
     return unanswered
 
 
-def main(demos: Iterable, measure: bool = True, everything: bool = False) -> int:
+def main(demos: Iterable, measure: bool = True, everything: bool = False, as_json: bool = False) -> int:
     demos = list(demos)
+    if as_json:  # measures nothing: the questions, the record's answers and make warm's
+        import json
+
+        print(json.dumps(rows(demos), ensure_ascii=False))
+        return 0
     if not any(d.ask is not None for d in demos):
         print("none of these demos asks a question")
         return 0

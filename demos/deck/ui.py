@@ -149,7 +149,11 @@ class Panel:
         status_row = w.HBox([self.progress_bar, self.mark, self.status], layout=w.Layout(align_items="center"))
         status_row.add_class("jitdeck-status-row")  # one line (the theme): the mark whole, the status cut if long
         self.controls_row.add_class("jitdeck-controls")
-        parts = [self.controls_row, status_row, self.out, self.table, keys]
+        # the answers for the lecturer's notes window (demos/deck/notes.py reads it through the deck's
+        # lab extension): never shown on the slide, so the room votes before it sees an answer
+        self.lectern = w.HTML(value="", layout=w.Layout(display="none"))
+        self.lectern.add_class("jitdeck-lectern")
+        parts = [self.controls_row, status_row, self.out, self.table, keys, self.lectern]
         if self.ask is not None:
             parts.insert(0, self._build_ask(w))
         self.widget = w.VBox(parts, layout=w.Layout(width="100%"))
@@ -199,12 +203,18 @@ class Panel:
         self._mark()
 
     def _mark(self) -> None:
-        if self.ask is None or not getattr(self, "revealed", False):
+        """The mark under a revealed figure, and the answers for the lecturer's notes window
+        (hidden on the slide) as soon as a measurement gives one."""
+        if self.ask is None:
             return
-        from demos.deck.asks import mark_html
+        from demos.deck.asks import answer_line, mark_html
 
         here, record, record_label = self.answers()
-        self.mark.value = mark_html(self.ask, self.chosen, here, self._here_label(), record, record_label)
+        if here is not None:
+            line = answer_line(self.ask, here, self._here_label(), record, record_label)
+            self.lectern.value = f"<span data-key='{html.escape(self.demo.key)}'>{html.escape(line)}</span>"
+        if getattr(self, "revealed", False):
+            self.mark.value = mark_html(self.ask, self.chosen, here, self._here_label(), record, record_label)
 
     def _here_label(self) -> str:
         from demos.engine.plots import this_machine
