@@ -70,7 +70,7 @@ test: $(STAMP)
 # the unit tier: files whose tests compile little and measure nothing but counts (about 30 s, one process)
 UNIT_TESTS := tests/test_peaks.py tests/test_graphs.py tests/test_firstcall.py tests/test_export.py tests/test_dynamo.py \
 	tests/test_regimes.py tests/test_codegen.py tests/test_quotes.py tests/test_reuse.py tests/test_guide.py \
-	tests/test_turns.py tests/test_results.py tests/test_check.py tests/test_deck.py tests/test_inputs.py \
+	tests/test_turns.py tests/test_results.py tests/test_check.py tests/test_deck.py tests/test_inputs.py tests/test_spoilers.py \
 	tests/test_workloads.py tests/test_structure.py tests/test_precision.py tests/test_setup_plan.py tests/test_trace.py
 
 test-unit: $(STAMP)
@@ -104,6 +104,7 @@ clean-slides: $(STAMP)
 
 lint-slides: $(STAMP)
 	$(PY) -m demos.deck.nbtools lint
+	$(PY) -m demos spoilers
 
 clean:
 	rm -rf build .pytest_cache

@@ -215,6 +215,12 @@ def cmd_quiz(args: argparse.Namespace) -> int:
     return quiz_main(_demos(args.demo), measure=not args.record_only, everything=args.measure, as_json=args.json)
 
 
+def cmd_spoilers(args: argparse.Namespace) -> int:
+    from demos.deck.spoilers import main as spoilers_main
+
+    return spoilers_main(_demos(None))
+
+
 def cmd_ui_bench(args: argparse.Namespace) -> int:
     from demos.deck.uibench import bench_demos, report
 
@@ -383,6 +389,9 @@ def main(argv: list[str] | None = None) -> int:
                    help="measure nothing; print the questions, the record's answers and make warm's as JSON "
                         "(what the notes window reads)")
     p.set_defaults(func=cmd_quiz)
+    p = sub.add_parser("spoilers", help="every vote before its answer: the slides and figures shown since the "
+                       "question before must not state a choice (demos.deck.spoilers)")
+    p.set_defaults(func=cmd_spoilers)
     p = sub.add_parser("warm", help="compile every demo's defaults into the caches in .cache/")
     p.add_argument("--demo", help="comma-separated demos or topics (default: all)")
     p.set_defaults(func=cmd_warm)

@@ -49,6 +49,9 @@ class Ask:
     says: Callable[[dict], str] | None = None
     # asked only of a panel whose starting values pass (a demo on several slides asks on one)
     when: Callable[[dict], bool] | None = None
+    # how the lecture's own prose would state a choice, beyond its words and numbers: (choice,
+    # regular expression) pairs that demos.deck.spoilers looks for on the slides before the vote
+    tells: tuple[tuple[str, str], ...] = ()
 
     def asks(self, values: dict) -> bool:
         """Does a panel starting at ``values`` ask this question?"""
@@ -60,6 +63,10 @@ class Ask:
             raise ValueError(f"ask {self.question!r}: {len(self.choices)} choices; a question offers 3 or 4")
         if len(set(self.choices)) != len(self.choices):
             raise ValueError(f"ask {self.question!r}: two choices read the same: {self.choices}")
+        object.__setattr__(self, "tells", told(self.tells))
+        unknown = [c for c, _ in self.tells if c not in self.choices]
+        if unknown:
+            raise ValueError(f"ask {self.question!r}: tells for {unknown}, which are not among its choices {self.choices}")
 
     def answer(self, data: dict | None) -> tuple[int | None, str]:
         """(the choice ``data`` makes true or None, what it measured in a few words)."""
@@ -91,6 +98,19 @@ class Ask:
         if i is None:
             return f"— ({said})" if said else "—"
         return f"{LETTERS[i]}" + (f" ({said})" if said else f" ({self.choices[i]})")
+
+
+def told(tells) -> tuple[tuple[str, str], ...]:
+    """``{choice: (regex, …)}`` (or pairs already) as (choice, regex) pairs; each regex compiles."""
+    import re
+
+    pairs = tuple(tells.items()) if isinstance(tells, dict) else tuple(tells or ())
+    out = []
+    for choice, patterns in pairs:
+        for pat in ((patterns,) if isinstance(patterns, str) else patterns):
+            re.compile(pat)
+            out.append((choice, pat))
+    return tuple(out)
 
 
 # -- choices read through a claim --------------------------------------------------------
@@ -134,7 +154,8 @@ def _claimed(claim, part: int | None) -> list[float]:
 
 def count(question: str, claim, options: Sequence[int] = (), *, part: int | None = None,
           noun: str = "", plural: str = "", fmt: str = "", open_top: bool = False,
-          read: Callable[[dict], Any] | None = None, when: Callable[[dict], bool] | None = None) -> Ask | Unbound:
+          read: Callable[[dict], Any] | None = None, when: Callable[[dict], bool] | None = None,
+          tells: dict | None = None) -> Ask | Unbound:
     """Exact counts as choices: ``options`` and the count the claim states (its threshold, or
     component ``part`` of a tuple threshold). With ``open_top`` the largest reads "N or more" and
     takes every larger count. A choice reads "6 kernels" (``noun``) or as ``fmt`` ("{}N");
@@ -142,7 +163,7 @@ def count(question: str, claim, options: Sequence[int] = (), *, part: int | None
     (:attr:`Ask.when`). Without the claim (``count(question, options, ...)``), it is declared on
     the claim: ``Claim(..., ask=...)``."""
     if not _claim_given(claim):
-        kw = dict(part=part, noun=noun, plural=plural, fmt=fmt, open_top=open_top, read=read, when=when)
+        kw = dict(part=part, noun=noun, plural=plural, fmt=fmt, open_top=open_top, read=read, when=when, tells=tells)
         return Unbound(lambda c: count(question, c, claim, **kw))
     values = sorted({int(v) for v in options} | {int(v) for v in _claimed(claim, part)})
     plural = plural or (noun + "s" if noun else "")
@@ -164,12 +185,12 @@ def count(question: str, claim, options: Sequence[int] = (), *, part: int | None
             return len(values) - 1
         return values.index(int(x)) if float(x).is_integer() and int(x) in values else None
 
-    return Ask(question, choices, pick, lambda d: label(int(read(d))), when)
+    return Ask(question, choices, pick, lambda d: label(int(read(d))), when, told(tells))
 
 
 def bands(question: str, claim, extra: Sequence[float] = (), *, unit: str = "×", part: int | None = None,
           digits: int = 3, read: Callable[[dict], float] | None = None,
-          when: Callable[[dict], bool] | None = None) -> Ask | Unbound:
+          when: Callable[[dict], bool] | None = None, tells: dict | None = None) -> Ask | Unbound:
     """Ranges as choices, their edges the claim's thresholds (on every device kind, and both ends
     of a "within" band) and ``extra`` edges: "under 1×", "1–1.5×", "1.5–2×", "over 2×". ``read``
     overrides what is placed (default: the claim's value). ``claim`` None: a quantity the slide
@@ -177,7 +198,7 @@ def bands(question: str, claim, extra: Sequence[float] = (), *, unit: str = "×"
     panels ask it (:attr:`Ask.when`). Without the claim (``bands(question, extra, ...)``), it is
     declared on the claim: ``Claim(..., ask=...)``."""
     if not _claim_given(claim):
-        kw = dict(unit=unit, part=part, digits=digits, read=read, when=when)
+        kw = dict(unit=unit, part=part, digits=digits, read=read, when=when, tells=tells)
         return Unbound(lambda c: bands(question, c, claim, **kw))
     claimed = set() if claim is None else set(_claimed(claim, part)) | {x for b in claim.bands() for x in b}
     edges = sorted(claimed | {float(e) for e in extra})
@@ -198,13 +219,13 @@ def bands(question: str, claim, extra: Sequence[float] = (), *, unit: str = "×"
         x = float(value(d))
         return (f"{x:,.0f}" if abs(x) >= 10 else f"{x:#.{digits}g}") + unit
 
-    return Ask(question, tuple(choices), pick, says, when)
+    return Ask(question, tuple(choices), pick, says, when, told(tells))
 
 
 def among(question: str, choices: Sequence[str], pick: Callable[[dict], int | None],
-          says: Callable[[dict], str] | None = None) -> Ask:
+          says: Callable[[dict], str] | None = None, tells: dict | None = None) -> Ask:
     """Named choices; ``pick(data)`` reads the measurement for the one that is true."""
-    return Ask(question, tuple(choices), pick, says)
+    return Ask(question, tuple(choices), pick, says, tells=told(tells))
 
 
 # -- the mark ------------------------------------------------------------------------------

@@ -203,8 +203,7 @@ class Panel:
         self._mark()
 
     def _mark(self) -> None:
-        """The mark under a revealed figure, and the answers for the lecturer's notes window
-        (hidden on the slide) as soon as a measurement gives one."""
+        """The mark under a revealed figure; the answers for the notes window (hidden) once measured."""
         if self.ask is None:
             return
         from demos.deck.asks import answer_line, mark_html

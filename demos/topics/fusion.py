@@ -133,7 +133,8 @@ timeline = Demo(
     "timeline", "Two-lane timeline: eager vs compiled",
     controls=n_dtype_controls(14), measure=measure_timeline, figure=figure_timeline,
     configs=Configs(warm=[{"dtype": d} for d in DTYPES]), claims=timeline_claims,
-    ask=asks.among("The compiled lane runs one kernel that Inductor generated. What is it named after?",
+    ask=asks.among("The compiled lane runs one kernel that Inductor generated for complex_activation. What is it "
+                   "named after?",
                    ("the function: complex_activation", "the ops it fused: add, cos, mul, relu, sin",
                     "its position only: kernel_0"), kernel_named,
                    lambda d: "…" + d["runs"][1]["kernel_names"][0].split("fused", 1)[-1]),
@@ -238,7 +239,10 @@ memory_claims = Claims(
     Claim("torch.compile needs under 1/{threshold:g} of eager's peak memory",
           lambda d: d["forms"]["torch_eager"]["peak_bytes"] / max(d["forms"]["torch_compile"]["peak_bytes"], 1),
           ">", {"gpu": 3}, key="peak",
-          ask=asks.bands("One call: eager's peak memory ÷ torch.compile's. How large?", (1.5, 5))),
+          ask=asks.bands("One call: eager's peak memory ÷ torch.compile's. How large?", (1.5, 5),
+                         # six results alive at once against the output alone is the ratio itself
+                         tells={"over 5×": (r"\bsix (?:results|buffers|intermediates|tensors)\b[^.\n]*\b(?:live|alive|at once)\b",
+                                            r"\bonly the output\b")})),
     Claim("torch eager allocates {0} N-sized buffers, torch.compile {1} (the output)", buffers, "==",
           {"cpu": (6, 1)}, key="buffers"),
     Claim("jax.jit: {0} bytes of temporaries, {1:g} output", jax_memory, "==", {"cpu": (0, 1)}, key="jax"),
@@ -323,7 +327,10 @@ relayout = Demo(
                     "no batched dot: one matmul per head"),
                    lambda d: 1 if d["relayout_inserted"] else 0,
                    lambda d: f"{d['forms']['as_written']['transposes']} transpose op(s) as written, "
-                             f"{d['forms']['pretransposed']['transposes']} heads-first"),
+                             f"{d['forms']['pretransposed']['transposes']} heads-first",
+                   # the seed's account of what XLA does is choice B, in other words
+                   tells={"transpose ops: heads copied in front before the dot, and back after":
+                          (r"\bheads? (?:in|to the) front\b", r"\btranspos\w* (?:it |them )?back\b")}),
 )
 
 
@@ -373,7 +380,11 @@ dead_code_claims = Claims(
     Claim("the dead matmul is gone: {0} matmuls → {1} (torch.compile and jax.jit)",
           lambda d: tuple(d["matmuls"].get(b) for b in BACKENDS), "==", (3, 2, 3, 2), key="matmuls",
           ask=asks.count("Three matmuls written, one result never read. How many matmuls does torch.compile run?",
-                         (1, 3), part=1, noun="matmul")),
+                         (1, 3), part=1, noun="matmul",
+                         # naming the pass, or saying unused work goes, is saying the third matmul goes
+                         tells={"2 matmuls": (r"dead[- ]code elimination",
+                                              r"(?:delet|remov|eliminat|drop|disappear)\w*[^.\n]{0,40}\b(?:unused|dead|nobody)",
+                                              r"\b(?:unused|dead|nobody asked)[^.\n]{0,40}(?:delet|remov|eliminat|drop|disappear)")})),
     Claim("the compiled forms do 2/3 of the FLOPs (compiled ÷ eager within {lo:g}–{hi:g})",
           lambda d: d["flops_ratio"], "within", (0.66, 0.67), key="flops"),
 )

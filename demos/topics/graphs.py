@@ -100,5 +100,7 @@ replay = Demo(
                    "How many launches does the replayed step make from the host?",
                    ("about as many as the default compile", "one graph launch, and a copy of the inputs",
                     "none: a CPU has no launches to replay"),
-                   lambda d: 2 if d["device"] == "cpu" else (1 if _ro(d)["graph_launches"] == 1 else 0)),
+                   lambda d: 2 if d["device"] == "cpu" else (1 if _ro(d)["graph_launches"] == 1 else 0),
+                   tells={"none: a CPU has no launches to replay": (r"\bCPU (?:launches|has) no (?:kernels?|launch)",),
+                          "one graph launch, and a copy of the inputs": (r"\bwith (?:\*\*)?one(?:\*\*)? launch\b",)}),
 )

@@ -17,8 +17,7 @@ Every torch.compile here is ``dynamic=False`` (one graph specialised to the size
 describes). The bundle's compiled model (:mod:`demos.topics.model_bundle`) uses Inductor itself
 (``compile_fx``) with a hook that keeps the graphs AOTAutograd hands it and the code it generates,
 so counting costs no extra compile. A demo keeps its bundles in its own cache (``run.cache``),
-emptied by ``forget()``. Compile cost's fresh models and stance loop are
-:mod:`demos.topics.model_compile_cost`.
+emptied by ``forget()``. Compile cost's fresh models and stance loop are :mod:`demos.topics.model_compile_cost`.
 On a CPU the model runs on one torch thread (``DEMOS_MODEL_THREADS``): the machines this deck
 runs on are shared, and OpenMP threads fighting for two cores make small ops erratic.
 """
@@ -396,5 +395,6 @@ compile_cost = Demo(
     ask=asks.among("Compile the whole stack, or compile one block and reuse it for every layer (regional): "
                    "which compiles faster?", ("the whole stack", "regional: one block, reused",
                                               "about the same (within 10%)"), faster_compile,
-                   lambda d: f"{d['whole']['compile_s']:.1f} s vs {d['regional']['compile_s']:.1f} s"),
+                   lambda d: f"{d['whole']['compile_s']:.1f} s vs {d['regional']['compile_s']:.1f} s",
+                   tells={"regional: one block, reused": (r"\b(?:layers|blocks) share (?:their )?code|compile time grows",)}),
 )

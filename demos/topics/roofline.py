@@ -184,7 +184,10 @@ payoff_claims = Claims(
     Claim("chain: torch.compile more than {threshold:g}× faster than eager", lambda d: _compile_speedup(d, "chain"),
           ">", {"cpu": 1.1, "gpu": 2.0}, key="chain", **regime(when=CHAIN_STREAMS),
           ask=asks.bands("The pointwise chain at these sizes: how many times faster is torch.compile than eager?",
-                         (1,))),
+                         (1,),
+                         # that compiling fuses away the chain's passes is that the chain gains
+                         tells={"over 2×": (r"(?:compil\w*|fusion)[^.\n]{0,30}(?:fuses?|removes?) (?:the )?(?:cheap |memory )?passes",),
+                                "1.1–2×": (r"(?:compil\w*|fusion)[^.\n]{0,30}(?:fuses?|removes?) (?:the )?(?:cheap |memory )?passes",)})),
     Claim("two_matmuls gain little from compiling (compiled ÷ eager time within {lo:g}–{hi:g})",
           lambda d: 1 / _compile_speedup(d, "two_matmuls"), "within", {"gpu": (0.7, 1.4)}, key="matmuls_band",
           **regime(when=gemm_bound(lambda d: d["workloads"]["two_matmuls"]["rows"]["torch_eager"]["median_s"]))),
