@@ -33,6 +33,11 @@ c.Spawner.args = [
     "--ServerApp.tornado_settings={'mathjax_url': '/static/nonexistent-mathjax.js'}",
     # a slide a student saves from JupyterLab is stored without outputs
     "--FileContentsManager.pre_save_hook=demos.deck.nbtools.pre_save_hook",
+    # the notes window (key t in the slideshow, demos/deck/notes.py): its page, and the deck's lab
+    # extension that tells it where the slideshow is (both apps: RISE lists it, JupyterLab serves it)
+    "--ServerApp.jpserver_extensions={'demos.deck.notes': True}",
+    "--RiseApp.extra_labextensions_path=" + os.path.join(DECK, "assets", "labextension"),
+    "--LabApp.extra_labextensions_path=" + os.path.join(DECK, "assets", "labextension"),
     # a kernel keeps what it measured: each part's kernel, left running in a tab, holds 0.5-1 GiB
     # (docs/course.md); one idle for 30 minutes is shut down, tab open or not
     "--MappingKernelManager.cull_idle_timeout=1800",

@@ -399,8 +399,9 @@ def walk(page, expected: int, shots: Path | None, run: bool = False, moves: dict
     slide's reading carries ``cells``: what each code cell shows once it ran (walk.CELLS), and
     ``hidden``: for each panel that asked, whether its figure waited for the answer. ``moves``
     ({a live cell's last line: how}, :func:`moves_in`): that cell's control is then moved, and the
-    reading carries ``moved``: {line: what the move saw}."""
-    from demos.deck.walk import CURRENT, cell_facts, step_through
+    reading carries ``moved``: {line: what the move saw}. With ``run``, every slide is also read at
+    every projector size once its cells ran (``projectors``: walk.at_projectors)."""
+    from demos.deck.walk import CURRENT, at_projectors, cell_facts, step_through
 
     order: list[str] = []
     seen: dict[str, dict] = {}
@@ -414,6 +415,8 @@ def walk(page, expected: int, shots: Path | None, run: bool = False, moves: dict
             moved = {t: move_control(page, t, how, shots) for t, how in (moves or {}).items() if t in here}
             if moved:
                 cur["moved"] = moved
+        if run:
+            cur = {**cur, "projectors": at_projectors(page)}
         order.append(cur["id"])
         if shots is not None:
             page.screenshot(path=str(shots / f"{len(order):02d}-{cur['id']}.png"))

@@ -166,6 +166,9 @@ def test_course_md_gives_the_hub_config_the_hub_test_loads(monkeypatch):
     assert c.Spawner.environment["PYTHONSTARTUP"] == "/srv/jit-deck/demos/topics/_kernel_startup.py"
     assert (ROOT / "demos" / "topics" / "_kernel_startup.py").exists()
     assert "--FileContentsManager.pre_save_hook=demos.deck.nbtools.pre_save_hook" in c.Spawner.args
+    from demos.deck.notes import server_args  # the notes window, as `make present` serves it
+
+    assert all(a in c.Spawner.args for a in server_args(Path("/srv/jit-deck"))), server_args(Path("/srv/jit-deck"))
 
 
 def test_where_make_is_absent_the_entry_point_plans_and_presents():

@@ -172,7 +172,7 @@ traced_claims = Claims(
 
 
 traced = Demo(
-    "traced", "torch: collectives you write, traced into the graph",
+    "traced", "torch: collectives you write, under torch.compile",
     controls=[], measure=measure_traced, figure=figure_traced,
     panel=PanelSpec("warmed", worker=True),  # the ranks measure in processes of their own
     claims=traced_claims,
@@ -180,5 +180,7 @@ traced = Demo(
                    ("a graph break: the collective runs eagerly between two graphs",
                     "one graph: the collective is an op in it, run by the generated code",
                     "an error: collectives cannot be compiled"),
-                   lambda d: 1 if d["splits"]["megatron"]["graphs"] == 1 else 0),
+                   lambda d: 1 if d["splits"]["megatron"]["graphs"] == 1 else 0,
+                   tells={"one graph: the collective is an op in it, run by the generated code":
+                          (r"\b(?:trac|captur)\w* (?:them |it )?into the graph", r"collectives?\b[^.\n]{0,30}\bstays? in")}),
 )
