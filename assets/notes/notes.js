@@ -43,8 +43,9 @@
       if (here) html += "<div class='answer'>Live panel — " + esc(here.line.replace(/^Answer — /, "")) + "</div>";
       else if (q.warm) html += "<div class='answer'>" + esc(q.warm.label) + ": " + esc(q.warm.said) + "</div>";
       else html += "<div class='pending'>This machine: run the cell; its answer shows here once measured.</div>";
-      if (q.record) html += "<div class='answer'>" + esc(q.record.label) + ": " + esc(q.record.said) + "</div>";
-      else html += "<div class='pending'>No committed record answers it.</div>";
+      if (q.record && !(here && here.line.indexOf(q.record.label + ":") >= 0))  // the live line quotes it already
+        html += "<div class='answer'>" + esc(q.record.label) + ": " + esc(q.record.said) + "</div>";
+      else if (!q.record) html += "<div class='pending'>No committed record answers it.</div>";
     });
     box.innerHTML = html;
     box.hidden = !html;
