@@ -44,7 +44,7 @@ def test_every_slide_fits_and_shows_no_error(server, browser_ctx, artifacts, not
         assert v["right"] <= SLIDE_W + SLACK, f"{notebook} {v['id']} overflows: content reaches x={v['right']:.0f}"
         assert not v["errors"], f"{notebook} {v['id']} shows an error: {v['errors']}"
     # every projector: no overflow at 1024×768, 1280×720 or 1920×1080, no figure text under 12 screen px
-    from demos.deck.walk import misfits, projector_report
+    from demos.deck.projectors import misfits, projector_report
 
     readings = [(notebook, v["num"].split("/")[0], v["projectors"]) for v in visited if "projectors" in v]
     assert len(readings) == expected, f"{notebook}: read {len(readings)} slides at the projector sizes"

@@ -52,12 +52,12 @@ def test_links_between_parts_point_at_the_exported_files():
 
 
 def test_remote_url_detection():
-    assert export.remote_urls('<script src="https://unpkg.com/x.js"></script>') == ["unpkg.com"]
-    assert export.remote_urls('<link href="//cdn.x.org/a.css">') == ["cdn.x.org"]
-    assert export.remote_urls("<style>@import url('https://fonts.googleapis.com/css');</style>") == ["fonts.googleapis.com"]
-    assert export.remote_urls("<script type=module>import mermaid from 'https://cdn.x/m.mjs';</script>") == ["cdn.x"]
-    assert export.remote_urls('<script src="_assets/require.js"></script><img src="http://127.0.0.1:1/a.png">') == []
-    assert export.remote_urls('<a href="https://pytorch.org/docs">a citation</a>') == []  # a link, not a request
+    assert printing.remote_urls('<script src="https://unpkg.com/x.js"></script>') == ["unpkg.com"]
+    assert printing.remote_urls('<link href="//cdn.x.org/a.css">') == ["cdn.x.org"]
+    assert printing.remote_urls("<style>@import url('https://fonts.googleapis.com/css');</style>") == ["fonts.googleapis.com"]
+    assert printing.remote_urls("<script type=module>import mermaid from 'https://cdn.x/m.mjs';</script>") == ["cdn.x"]
+    assert printing.remote_urls('<script src="_assets/require.js"></script><img src="http://127.0.0.1:1/a.png">') == []
+    assert printing.remote_urls('<a href="https://pytorch.org/docs">a citation</a>') == []  # a link, not a request
 
 
 def test_package_json_pins_the_browser_assets():
@@ -73,6 +73,75 @@ def test_package_json_pins_the_browser_assets():
         assert d in (ROOT / ".gitignore").read_text()
 
 
+def _sample_as_exported():
+    """The sample deck as a headless execution leaves it and the export converts it: its panel's
+    question, figure and answer line (written by the functions the panel calls), notes in
+    markdown, then :func:`questions_first`. Returns (notebook, the answer line)."""
+    import html as html_mod
+
+    from demos.deck import asks
+    from demos.deck.claims import Claim
+
+    nb = nbformat.read(str(FIXTURE), as_version=4)
+    ask = asks.count("n = 6: how tall is the tallest bar?",
+                     Claim("the tallest bar is {threshold}", lambda d: d["squares"][-1], "==", 36), (6, 12, 18))
+    here, record = {"squares": [1, 4, 9, 16, 25, 36]}, {"squares": [1, 4, 9, 16, 25, 36]}
+    line = asks.answer_line(ask, here, "this machine (a test CPU)", record, "H100 80GB HBM3 record")
+    live = next(c for c in nb.cells if c.cell_type == "code" and c.source.endswith("panel()"))
+    out = nbformat.v4.new_output
+    live.outputs = [out("display_data", data={"text/markdown": ask.markdown()}, metadata={asks.QUESTION_META: True}),
+                    out("display_data", data={"image/png": "iVBORw0KGgo="}),
+                    out("display_data", data={"text/html": f"<p class='jitdeck-answer'>{html_mod.escape(line)}</p>"})]
+    note = next(c for c in nb.cells if c.metadata.get("slideshow", {}).get("slide_type") == "notes")
+    note.source = "**Say:** the bars redraw in place; `sample_panel.panel()` draws them.\n\n- move the slider\n- watch"
+    questions_first(nb)
+    return nb, line
+
+
+def test_the_handout_page_of_a_small_deck():
+    """The handout's entries follow the slide PDF page by page (the question's page, then its
+    slide), the notes are rendered, the question's page carries the answer with its choice marked,
+    and the page loads nothing from the network."""
+    from demos.deck import handout
+    from demos.deck.notes import visible_text
+
+    nb, line = _sample_as_exported()
+    items = handout.entries(nb)
+    assert len(items) == slide_count(nb) == 7
+    assert [e["page"] for e in items] == list(range(1, 8))
+    assert [e["number"] for e in items] == [1, 2, 3, 4, 5, 5, 6]  # the slideshow asks it on the slide it answers
+    (q,) = [e for e in items if e["question"]]
+    answered = items[q["page"]]  # the next page
+    assert q["question"]["question"] == "n = 6: how tall is the tallest bar?" and len(q["question"]["choices"]) == 4
+    assert q["answers"] == answered["answers"] == [line] and q["answered_on"] == answered["page"]
+    images = [f"_notes/sample_deck/slide-{i}.png" for i in range(1, 8)]
+    page = handout.page_html("Sample part", items, images)
+    assert printing.remote_urls(page) == []
+    assert re.findall(r"<img class='slide' src='([^']+)'", page) == images
+    assert "break-inside: avoid" in page
+    assert "<strong>Say:</strong>" in page and "<code>sample_panel.panel()</code>" in page
+    assert "<li>move the slider</li>" in page
+    text = " ".join(visible_text(page.split("</style>", 1)[1]).split())
+    assert "**" not in text and "`" not in text
+    assert "Say: the bars redraw in place; sample_panel.panel() draws them." in text
+    assert text.count("No notes for this slide.") == 5  # title, agenda, two concept pages, what to remember
+    assert line.startswith("Answer — this machine (a test CPU): D (36) · H100 80GB HBM3 record: D (36)")
+    assert text.count(line) == 2  # on the question's entry and on the slide that answers it
+    assert "D. 36 ← this machine (a test CPU) and H100 80GB HBM3 record" in text
+
+
+def test_the_handout_reads_the_answer_lines_and_is_named_beside_the_lecture():
+    from demos.deck import handout
+
+    assert handout.notes_name("jit-lecture.pdf") == "jit-lecture-notes.pdf"
+    assert handout.notes_name("jit-lecture-parts-1-3.pdf") == "jit-lecture-parts-1-3-notes.pdf"
+    said = handout.split_answer("Answer — this machine (AMD EPYC): B (1: one output needs one buffer) · "
+                                "the H100 80GB HBM3 record of 2026-11-27 03:46: — (n/a)")
+    assert said == [{"label": "this machine (AMD EPYC)", "letter": "B", "said": "1: one output needs one buffer"},
+                    {"label": "the H100 80GB HBM3 record of 2026-11-27 03:46", "letter": "—", "said": "n/a"}]
+    assert handout.split_answer("something else") == []
+
+
 # -- the session export -----------------------------------------------------------------
 class Exported:
     def __init__(self, root: Path):
@@ -82,6 +151,7 @@ class Exported:
         self.items: list[dict] = []
         self.requests: list[str] = []
         self.lecture: Path | None = None
+        self.notes: Path | None = None  # the lecturer's handout
         self.pdf_seconds = 0.0
 
 
@@ -109,6 +179,7 @@ def exported(tmp_path_factory):
     ex.pdf_seconds = time.perf_counter() - t0
     ex.lecture = Path(built["lecture"])
     assert ex.lecture == ex.pdf_dir / "jit-lecture.pdf"
+    ex.notes = Path(built["notes"])
     for path, d in zip(notebooks, built["parts"]):
         assert d["name"] == path.stem
         nb = copy.deepcopy(executed[path][0])
@@ -132,7 +203,8 @@ def exported(tmp_path_factory):
         for it in ex.items:
             f.write(f"{it['name']}\t{it['slides']} slides\t{it['pages']} pages\texecuted in {it['execute_s']:.1f} s\n")
         f.write(f"HTML and PDF of {len(ex.items)} decks (executed already): {ex.pdf_seconds:.1f} s; "
-                f"lecture PDF {ex.lecture.stat().st_size / 1e6:.2f} MB\n")
+                f"lecture PDF {ex.lecture.stat().st_size / 1e6:.2f} MB; notes PDF {built['notes_pages']} pages, "
+                f"{ex.notes.stat().st_size / 1e6:.2f} MB\n")
     return ex
 
 
@@ -160,7 +232,7 @@ OVERFLOW = """() => {
 def test_html_references_only_files_it_ships(exported):
     for it in exported.items:
         text = it["html"].read_text()
-        assert export.remote_urls(text) == [], it["name"]
+        assert printing.remote_urls(text) == [], it["name"]
         for ref in re.findall(r'(?:src|href)="(_assets/[^"?#]+)', text):
             assert (exported.html_dir / ref).exists(), f"{it['name']}: missing {ref}"
         assert "_assets/reveal.js/dist/reveal.js" in text and "_assets/theme.css" in text
@@ -193,6 +265,58 @@ def test_pdf_one_page_per_slide_and_the_lecture_has_them_all(exported):
     info = subprocess.run(["pdfinfo", str(exported.items[0]["pdf"])], capture_output=True, text=True).stdout
     w, h = map(float, re.search(r"Page size:\s+([\d.]+) x ([\d.]+)", info).groups())
     assert abs(w / h - 16 / 9) < 0.02, info  # 1280×720 pages
+
+
+def _squash(text: str) -> str:
+    """Text as compared with what pdftotext reads: no whitespace, no hyphens (a word broken at
+    its hyphen comes back joined)."""
+    return re.sub(r"[\s\-]+", "", text)
+
+
+@pytest.mark.slow
+@pytest.mark.browser
+def test_the_lecturers_handout_has_each_slide_its_notes_and_its_answers(exported):
+    """`make pdf` writes jit-lecture-notes.pdf beside the lecture: an entry per slide PDF page, in
+    the same order, the notes rendered (no markdown syntax left), every answer line the panels
+    printed (this machine's and the record's) on the question's entry and on its slide's."""
+    from demos.deck import handout
+    from demos.deck.notes import render_markdown, slides, visible_text
+
+    notes = exported.notes
+    assert notes == exported.pdf_dir / "jit-lecture-notes.pdf" and notes.stat().st_size > 0
+    for it in exported.items:
+        page = exported.html_dir / f"{it['name']}.notes.html"
+        text = page.read_text()
+        assert printing.remote_urls(text) == [], it["name"]
+        pictures = re.findall(r"<img class='slide' src='([^']+)'", text)
+        assert len(pictures) == it["pages"] and all((exported.html_dir / p).is_file() for p in pictures)
+        assert max((exported.html_dir / p).stat().st_size for p in pictures) < 400_000, it["name"]
+    text = subprocess.run(["pdftotext", str(notes), "-"], capture_output=True, text=True, check=True).stdout
+    pages = [int(p) for p in re.findall(r"slide \d+/\d+(?: · its question)? · PDF page (\d+)", text)]
+    runs: list[int] = []
+    for p in pages:  # each part's entries: PDF page 1, 2, … of its slide PDF
+        runs.append(1) if p == 1 else runs.__setitem__(-1, runs[-1] + 1)
+        assert p == runs[-1], (p, runs)
+    assert runs == [it["pages"] for it in exported.items]
+    assert len(pages) >= sum(it["slides"] for it in exported.items)
+    assert "**" not in text and "`" not in text
+    flat = _squash(text)
+    read = 0
+    for it in exported.items:  # a note with bold and code in it, read as the page prints it
+        para = next((p for s in slides(it["nb"]) for p in s["notes"].split("\n\n") if "**" in p and "`" in p), None)
+        if para:
+            words = " ".join(visible_text(render_markdown(para)).split()[:16])
+            assert _squash(words) in flat, (it["name"], words)
+            read += 1
+    assert read >= 5
+    lines = [ln for it in exported.items for ln in handout.answer_lines(it["nb"].cells)]
+    assert any(" · H100 80GB HBM3 record: " in ln and re.search(r"record: [A-D] ", ln) for ln in lines), lines[:5]
+    for ln in lines:
+        assert ln.startswith("Answer — ") and flat.count(_squash(ln)) >= 2, ln
+    unanswered = [f"{it['name']} PDF page {e['page']}: {e['warnings'] or 'no answer line'}"
+                  for it in exported.items for e in handout.entries(it["nb"]) if e["question"] and not e["answers"]]
+    assert not unanswered, unanswered  # every question's entry carries the answer its slide printed
+    assert printing.pdf_pages(notes) >= len(exported.items)
 
 
 def _nonwhite_fraction(png: Path) -> float:

@@ -10,7 +10,9 @@ of measuring; the parts one after another in one kernel, each from an empty name
 require.js, jQuery, MathJax 2 and the widget manager (npm packages copied into
 ``build/html/_assets/``; nothing is fetched when the slides are opened) → for PDF, Debian's
 headless chromium driven by Playwright for Python on reveal.js's ``?print-pdf`` view (one page
-per slide and sub-slide, fragments not split) → ``pdfunite`` for the whole lecture.
+per slide and sub-slide, fragments not split) → ``pdfunite`` for the whole lecture. Beside it,
+the lecturer's handout (:mod:`demos.deck.handout`): each slide PDF page pictured with its notes
+and its question's answers, ``jit-lecture-notes.pdf``.
 
 Executed notebooks are cached in ``build/executed/`` (keyed on the notebook, demos/ and the
 results file), so ``make pdf`` after ``make html`` does not execute the parts again. A caller that
@@ -35,10 +37,11 @@ from typing import Any, Mapping
 
 from demos.deck.demo import WARMED_DIR
 from demos.deck.nbtools import OneKernel
+from demos.deck.notes import slide_title
 from demos.engine.env import package_digest
 from demos.engine.errors import DemoError
 from demos.engine.settings import PROJECT_ROOT, at_import
-from demos.deck.printing import browser, pdf_pages, print_pdf, serve, unite
+from demos.deck.printing import browser, pdf_pages, print_pdf, remote_urls, serve, unite
 
 # read at import (checked, with every setting, by demos.engine.settings before a command's work)
 BUILD = Path(at_import("DEMOS_BUILD_DIR") or PROJECT_ROOT / "build")
@@ -251,21 +254,6 @@ def to_slides_html(nb, out_dir: Path, name: str) -> Path:
     return path
 
 
-_LOADED = re.compile(r"""(?:\bsrc\s*=\s*|<link\b[^>]*?\bhref\s*=\s*|@import\s+(?:url\()?|\bimport\s+[\w{}\s,*]*from\s+)["']?(?:https?:)?//([^"'/)\s]+)""",
-                     re.I)
-
-
-def remote_urls(html: str) -> list[str]:
-    """Hosts other than localhost the page would load something from (scripts, images, style
-    sheets, module imports). Plain <a href> links to the web are citations, not requests."""
-    hosts = []
-    for m in _LOADED.finditer(html):
-        host = m.group(1).split(":")[0]
-        if host not in ("localhost", "127.0.0.1") and host not in hosts:
-            hosts.append(host)
-    return hosts
-
-
 def write_index(out_dir: Path, pages: list[tuple[str, str]]) -> Path:
     items = "\n".join(f'<li><a href="{f}">{t}</a></li>' for f, t in pages)
     html = (f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>JIT compilation — the lecture</title>"
@@ -355,7 +343,7 @@ def _convert_part(i: int, nb_path: Path, notebooks: list[Path], out: Path, resul
         f"{n} slides ({asked} of them questions) → {html.relative_to(PROJECT_ROOT) if html.is_relative_to(PROJECT_ROOT) else html} "
         f"({time.perf_counter() - t0:.0f} s)")
     return {"name": nb_path.stem, "html": html, "execute_s": secs, "slides": n,
-            "title": nb.metadata.get("title", nb_path.stem)}
+            "title": nb.metadata.get("title") or slide_title(nb.cells[:1]) or nb_path.stem, "nb": nb}
 
 
 def build_pdf(notebooks: list[Path], out: Path | None = None, results: Path | None = None,
@@ -366,9 +354,12 @@ def build_pdf(notebooks: list[Path], out: Path | None = None, results: Path | No
     ``executed`` as in :func:`build_html`; ``requests`` collects every URL the printed pages asked for."""
     from demos.engine.outputs import output_file
 
+    from demos.deck import handout
+
     out = out or (BUILD / "pdf")
     out.mkdir(parents=True, exist_ok=True)
-    for name in [f"{p.stem}.pdf" for p in notebooks] + [lecture_name]:  # never over a foreign file
+    notes_name = handout.notes_name(lecture_name)
+    for name in [f"{p.stem}.pdf" for p in notebooks] + [lecture_name, notes_name]:  # never over a foreign file
         output_file(out / name, "pdf", "--out")
     html_dir = html_dir or (BUILD / "html")
     t0 = time.perf_counter()
@@ -382,12 +373,18 @@ def build_pdf(notebooks: list[Path], out: Path | None = None, results: Path | No
             warn = "" if pages == d["slides"] else f"  ⚠ expected {d['slides']} pages"
             log(f"[{i}/{len(parts_done)}] {d['name']}.pdf: {pages} pages in {time.perf_counter() - t1:.0f} s{warn}")
             pdfs.append(pdf)
-            report.append({**{k: v for k, v in d.items() if k != "html"}, "pdf": str(pdf), "pages": pages})
+            report.append({**{k: v for k, v in d.items() if k not in ("html", "nb")}, "pdf": str(pdf), "pages": pages})
+        # the lecturer's handout: each slide's picture, its notes and its question's answers
+        notes = handout.build([{**d, "pdf": r["pdf"]} for d, r in zip(parts_done, report)], ctx, base, html_dir,
+                              out / notes_name, requests=requests)
     lecture = unite(pdfs, out / lecture_name)
     total = time.perf_counter() - t0
     size = lecture.stat().st_size
     log(f"lecture: {lecture} · {pdf_pages(lecture)} pages · {size / 1e6:.1f} MB · {total:.0f} s")
-    return {"parts": report, "lecture": str(lecture), "pages": pdf_pages(lecture), "bytes": size, "seconds": total}
+    log(f"notes: {notes['path']} · {notes['pages']} pages for {notes['entries']} slide pages · "
+        f"{notes['bytes'] / 1e6:.1f} MB · {notes['seconds']:.0f} s")
+    return {"parts": report, "lecture": str(lecture), "pages": pdf_pages(lecture), "bytes": size, "seconds": total,
+            "notes": str(notes["path"]), "notes_pages": notes["pages"], "notes_entries": notes["entries"]}
 
 
 def main(argv: list[str] | None = None, demos=None) -> int:

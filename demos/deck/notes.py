@@ -52,7 +52,8 @@ def _slide_type(cell) -> str:
     return cell.get("metadata", {}).get("slideshow", {}).get("slide_type", "-") or "-"
 
 
-def _title(cells: list) -> str:
+def slide_title(cells: list) -> str:
+    """The first heading of a slide's shown cells, without markdown emphasis."""
     for c in cells:
         if c["cell_type"] == "markdown" and _slide_type(c) not in ("notes", "skip"):
             for line in c["source"].splitlines():
@@ -86,7 +87,7 @@ def slides(nb) -> list[dict[str, Any]]:
                             if c["cell_type"] == "markdown" and _slide_type(c) == "notes" and c["source"].strip())
         live = [call[0] for c in cells if c["cell_type"] == "code" and _slide_type(c) not in ("skip", "notes")
                 and (call := live_call(c["source"]))]
-        result.append({**s, "number": n, "title": _title(cells), "notes": notes,
+        result.append({**s, "number": n, "title": slide_title(cells), "notes": notes,
                        "notes_html": render_markdown(notes) if notes else "", "live": live})
     return result
 

@@ -104,3 +104,18 @@ def unite(pdfs: list[Path], out: Path) -> Path:
     else:
         subprocess.run(["pdfunite", *map(str, pdfs), str(out)], check=True)
     return out
+
+
+_LOADED = re.compile(r"""(?:\bsrc\s*=\s*|<link\b[^>]*?\bhref\s*=\s*|@import\s+(?:url\()?|\bimport\s+[\w{}\s,*]*from\s+)["']?(?:https?:)?//([^"'/)\s]+)""",
+                     re.I)
+
+
+def remote_urls(html: str) -> list[str]:
+    """Hosts other than localhost the page would load something from (scripts, images, style
+    sheets, module imports). Plain <a href> links to the web are citations, not requests."""
+    hosts = []
+    for m in _LOADED.finditer(html):
+        host = m.group(1).split(":")[0]
+        if host not in ("localhost", "127.0.0.1") and host not in hosts:
+            hosts.append(host)
+    return hosts

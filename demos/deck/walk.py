@@ -60,77 +60,6 @@ CURRENT = """() => {
 }"""
 
 
-def at_projectors(page, settle_s: float = 0.3) -> dict[str, dict]:
-    """:data:`CURRENT` of the slide on screen at every projector size the deck supports
-    (``plots.PROJECTORS``: 4:3 1024×768, 1280×720, 1920×1080), each after the window's resize laid
-    the slide out again; the window is back at 1280×720 after. In RISE the slide is the whole
-    window and its text keeps its size: a narrower window wraps it into more lines. Each reading
-    adds ``figure_min_px``: the smallest figure text on that screen, in screen pixels (the
-    figures' smallest size, ``plots.MIN_TEXT_PT``, times how large the slide shows them)."""
-    from demos.engine import plots
-
-    out: dict[str, dict] = {}
-    try:
-        for w, h in plots.PROJECTORS:
-            page.set_viewport_size({"width": w, "height": h})
-            page.wait_for_timeout(settle_s * 1000)  # reveal lays out on the window's resize event
-            cur = page.evaluate(CURRENT) or {}
-            fs = cur.get("figure_scale")
-            cur["figure_min_px"] = None if fs is None else fs * plots.MIN_TEXT_PT * plots.DPI / 72
-            out[f"{w}x{h}"] = cur
-    finally:
-        page.set_viewport_size({"width": SLIDE_W, "height": SLIDE_H})
-        page.wait_for_timeout(settle_s * 1000)
-    return out
-
-
-SLACK_PX = 2  # a slide's content may reach this far past its edge (sub-pixel layout)
-
-
-def misfits(readings: list[tuple[str, str, dict]]) -> list[str]:
-    """Every slide whose content leaves the slide at a projector size, or shows a figure text
-    under ``plots.MIN_SCREEN_PX`` screen pixels there, as one line each. RISE's slide is the whole
-    window (its text is not scaled: at 1024×768 it wraps into more lines), so the slide at each
-    size is the reading's own width × height."""
-    from demos.engine import plots
-
-    out = []
-    for part, num, sizes in readings:
-        for size, r in sizes.items():
-            w, h = r.get("width") or plots.SLIDE_PX[0], r.get("height") or plots.SLIDE_PX[1]
-            if r.get("bottom", 0) > h + SLACK_PX or r.get("right", 0) > w + SLACK_PX:
-                out.append(f"{part} slide {num} at {size}: content reaches x={r.get('right', 0):.0f}, "
-                           f"y={r.get('bottom', 0):.0f} on a {w}×{h} slide")
-            px = r.get("figure_min_px")
-            if px is not None and px < plots.MIN_SCREEN_PX - 0.05:
-                out.append(f"{part} slide {num} at {size}: figure text drawn at {px:.1f} px on the screen "
-                           f"(at least {plots.MIN_SCREEN_PX})")
-    return out
-
-
-def projector_report(readings: list[tuple[str, str, dict]]) -> str:
-    """The worst slide of each part at each projector size: how far its content reaches (in slide
-    pixels; the slide is 1280×720) and its smallest figure text on that screen."""
-    from demos.engine import plots
-
-    lines = ["| part | screen | slides | lowest content (px from the top) | rightmost | smallest figure text (screen px) |",
-             "| --- | --- | ---: | --- | --- | --- |"]
-    parts = sorted({p for p, _, _ in readings})
-    for part in parts:
-        for w, h in plots.PROJECTORS:
-            size = f"{w}x{h}"
-            rows = [(num, r[size]) for p, num, r in readings if p == part and size in r]
-            if not rows:
-                continue
-            bottom = max(rows, key=lambda nr: nr[1].get("bottom", 0) - nr[1].get("height", h))
-            right = max(rows, key=lambda nr: nr[1].get("right", 0) - nr[1].get("width", w))
-            px = [(nr[1]["figure_min_px"], nr[0]) for nr in rows if nr[1].get("figure_min_px") is not None]
-            small = min(px) if px else None
-            lines.append(f"| {part} | {w}×{h} | {len(rows)} | {bottom[1].get('bottom', 0):.0f} of {h} (slide {bottom[0]}) | "
-                         f"{right[1].get('right', 0):.0f} of {w} (slide {right[0]}) | "
-                         + (f"{small[0]:.1f} (slide {small[1]})" if small else "no figure") + " |")
-    return "\n".join(lines) + "\n"
-
 # A live cell is done when its panel shows a decoded figure (on screen: a panel that asks first
 # keeps it hidden until a choice) or its one-line error.
 SHOWN_IMG = "img => !!(img && img.complete && img.naturalWidth > 0 && img.getClientRects().length)"
@@ -198,6 +127,30 @@ CELLS_SETTLED = "() => {" + _OWN_OUTPUTS + """
     return (""" + SHOWN_IMG + """)(img) || !!panel.querySelector('.jitdeck-error');
   });
 }"""
+
+
+def at_projectors(page, settle_s: float = 0.3) -> dict[str, dict]:
+    """:data:`CURRENT` of the slide on screen at every projector size the deck supports
+    (``plots.PROJECTORS``: 4:3 1024×768, 1280×720, 1920×1080), each after the window's resize laid
+    the slide out again; the window is back at 1280×720 after. In RISE the slide is the whole
+    window and its text keeps its size: a narrower window wraps it into more lines. Each reading
+    adds ``figure_min_px``: the smallest figure text on that screen, in screen pixels (the
+    figures' smallest size, ``plots.MIN_TEXT_PT``, times how large the slide shows them)."""
+    from demos.engine import plots
+
+    out: dict[str, dict] = {}
+    try:
+        for w, h in plots.PROJECTORS:
+            page.set_viewport_size({"width": w, "height": h})
+            page.wait_for_timeout(settle_s * 1000)  # reveal lays out on the window's resize event
+            cur = page.evaluate(CURRENT) or {}
+            fs = cur.get("figure_scale")
+            cur["figure_min_px"] = None if fs is None else fs * plots.MIN_TEXT_PT * plots.DPI / 72
+            out[f"{w}x{h}"] = cur
+    finally:
+        page.set_viewport_size({"width": SLIDE_W, "height": SLIDE_H})
+        page.wait_for_timeout(settle_s * 1000)
+    return out
 
 
 def cell_facts(page, timeout_s: float = 60.0) -> list[dict]:
@@ -491,6 +444,8 @@ def _walk(args) -> int:
     write_atomic(out / "console.md", console_report(console))
     write_atomic(out / "walk.json", json.dumps({"rows": rows, "console": console, "projectors": fits}, indent=1))
     from demos.engine.plots import MIN_SCREEN_PX
+
+    from demos.deck.projectors import misfits, projector_report
 
     bad = misfits(fits)
     write_atomic(out / "projectors.md", f"# Every slide on every projector ({stamp})\n\n" + projector_report(fits)
