@@ -1,6 +1,7 @@
 """The slideshow in a real browser: a real Jupyter server (the one `make present` starts), RISE in
 headless Debian chromium driven by Playwright. Every slide of every part is walked (no overflow
-of 1280×720, no error shown), every code cell is run when its slide comes up, and a live cell's
+of 1280×720, 1024×768 or 1920×1080 once its cells ran, no figure text under 12 screen px, no error
+shown), every code cell is run when its slide comes up, and a live cell's
 slider is moved in the same walk (the figure changes: ipywidgets 8.1.2 render and respond inside
 jupyterlab_rise 0.42.0), the console shows no error
 from any origin, and no request leaves localhost. Screenshots go to test-artifacts/browser/.

@@ -4,9 +4,11 @@ Starts the Jupyter server ``make present`` starts, opens each part in RISE in he
 chromium at 1280×720 with a fresh kernel, steps through every slide with Space and, on every
 slide with a live cell, presses Shift+Enter in it and times until its figure is on screen. It
 also collects every browser console error, page error and failed request of the walk and says
-where each comes from (the deck's own files, RISE, ipywidgets, JupyterLab). It writes
-``build/walk/``: ``figure-times.md`` (a table, one row per live cell), ``console.md`` and a
-screenshot of every live slide.
+where each comes from (the deck's own files, RISE, ipywidgets, JupyterLab). Every slide, its
+cells run, is also read at each projector size (1024×768, 1280×720, 1920×1080: overflow, and the
+smallest figure text on that screen). It writes ``build/walk/``: ``figure-times.md`` (a table, one
+row per live cell), ``projectors.md`` (the worst slide of each part at each size, and every misfit),
+``console.md`` and a screenshot of every live slide (also at 1024×768).
 
 The slideshow plumbing here (open a part, read the current slide, close its kernels) is the one
 the browser tests use too.
