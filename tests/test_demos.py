@@ -60,9 +60,13 @@ def test_demo_draws_records_and_redraws(demo: Demo, tmp_path, monkeypatch):
     panel.update()
     _png(panel)
     assert panel.renders == 1
-    # every text of the figure stays inside it at the slide's size, with this machine's numbers
+    # every text of the figure stays inside it at the slide's size, none is under plots.MIN_TEXT_PT
+    # and no two overlap, with this machine's numbers (beside the record's, where one matches)
     drawn = demo.draw(measured, demo.reference(measured.get("values")))
-    assert not plots.texts_outside(drawn[0] if isinstance(drawn, tuple) else drawn), demo.key
+    drawn = drawn[0] if isinstance(drawn, tuple) else drawn
+    assert not plots.texts_outside(drawn), demo.key
+    assert not plots.texts_too_small(drawn), demo.key
+    assert not plots.texts_overlapping(drawn), demo.key
 
     # the measurement is a record section that survives JSON, and draws back as the reference (the
     # measurement just made is stored, not measured again)

@@ -199,13 +199,18 @@ def test_the_tick_patch_is_in_place_only_while_to_png_draws():
 
 
 @pytest.mark.parametrize("demo", DEMOS, ids=[d.key for d in DEMOS])
-def test_every_text_stays_inside_the_figure(demo, records):
-    """No label, title, tick, note or footer leaves the image at the slide's size: drawn from the
-    newest committed record, alone and beside itself as the reference (the longest notes). The
-    measured figures are checked the same way in test_demos (this machine's numbers)."""
+def test_every_text_stays_inside_the_figure_readable_and_apart(demo, records):
+    """No label, title, tick, note or footer leaves the image at the slide's size, none is drawn
+    under plots.MIN_TEXT_PT (12 px on the smallest projector's screen) and no two overlap: drawn
+    from the newest committed record, alone and beside itself as the reference (the longest notes).
+    The measured figures are checked the same way in test_demos (this machine's numbers)."""
     recorded = _drawn(demo, records)
     for reference in (None, copy.deepcopy(recorded)):
-        assert not plots.texts_outside(_fig(demo.figure(copy.deepcopy(recorded), reference))), demo.key
+        fig = _fig(demo.figure(copy.deepcopy(recorded), reference))
+        where = (demo.key, "beside itself" if reference else "alone")
+        assert not plots.texts_outside(fig), where
+        assert not plots.texts_too_small(fig), where
+        assert not plots.texts_overlapping(fig), where
 
 
 def test_a_clipped_label_is_found():
@@ -215,3 +220,114 @@ def test_a_clipped_label_is_found():
     assert any("a label far longer" in t and "past the" in t for t in plots.texts_outside(fig))
     ax.set_ylabel("short")
     assert not plots.texts_outside(fig)
+
+
+def test_the_smallest_text_is_read_on_the_smallest_projector():
+    """MIN_TEXT_PT is derived from the projectors the deck supports and the slide reveal.js lays out:
+    the slide's size and margin are the deck's RISE settings, and a text of MIN_TEXT_PT is
+    MIN_SCREEN_PX on the smallest projector's screen (1024×768: the slide at 0.768, 11.25 pt)."""
+    from demos.deck.nbtools import RISE_SETTINGS
+
+    assert plots.SLIDE_PX == (RISE_SETTINGS["width"], RISE_SETTINGS["height"])
+    assert plots.REVEAL_MARGIN == RISE_SETTINGS["margin"]
+    assert plots.screen_scale(*plots.SLIDE_PX) == pytest.approx(1 - plots.REVEAL_MARGIN)
+    smallest = min(plots.PROJECTORS, key=lambda wh: plots.screen_scale(*wh))
+    assert smallest == (1024, 768) and plots.screen_scale(*smallest) == pytest.approx(1024 * 0.96 / 1280)
+    on_screen = plots.MIN_TEXT_PT * plots.DPI / 72 * plots.screen_scale(*smallest)  # px of a MIN_TEXT_PT text
+    assert on_screen == pytest.approx(plots.MIN_SCREEN_PX)
+    for w, h in plots.PROJECTORS:  # every other projector shows it larger
+        assert plots.MIN_TEXT_PT * plots.DPI / 72 * plots.screen_scale(w, h) >= plots.MIN_SCREEN_PX - 1e-9
+    assert plots.FOOTER_PT >= plots.MIN_TEXT_PT
+    assert min(v for k, v in plots.STYLE.items() if k.endswith("size")) >= plots.MIN_TEXT_PT
+
+
+def test_a_small_text_is_found():
+    """The check itself: a 9 pt note is named with its size, as is code drawn at 9 pt; at
+    MIN_TEXT_PT, hidden, or on a tick outside the view, nothing is."""
+    fig, ax = plots.figure()
+    ax.plot([0, 1], [0, 1])
+    note = ax.text(0.5, 0.5, "a note in nine points", fontsize=9)
+    assert plots.texts_too_small(fig) == ["'a note in nine points' (9 pt)"]
+    assert plots.texts_too_small(fig, pt=8) == []
+    note.set_fontsize(plots.MIN_TEXT_PT)
+    assert plots.texts_too_small(fig) == []
+    note.set_fontsize(9)
+    note.set_visible(False)
+    assert plots.texts_too_small(fig) == []
+    ax.set_xticks([0, 0.5, 1, 5], ["0", "½", "1", "five"], fontsize=9)  # 5 lies outside the view: not drawn
+    ax.set_xlim(0, 1)
+    assert sorted(plots.texts_too_small(fig)) == ["'0' (9 pt)", "'1' (9 pt)", "'½' (9 pt)"]
+    code, _ = plots.figure()
+    plots.draw_code(code, 0.0, 0.9, 0.5, 0.5, ["x = 1"], fontsize=9)
+    assert plots.texts_too_small(code) == ["code drawn at 9 pt"]
+    plots.draw_code(code, 0.5, 0.9, 0.5, 0.5, ["x = 1"])  # the default size is readable
+    assert plots.texts_too_small(code) == ["code drawn at 9 pt"]
+
+
+def test_overlapping_texts_are_found():
+    """The check itself: two notes drawn on one spot are named as a pair; moved apart, or only
+    touching, they are not; a text never overlaps itself; a rotated label is its box; a note on
+    the tick labels, and the footer on them, are found too."""
+    fig, ax = plots.figure()
+    ax.plot([0, 1], [0, 1])
+    a = ax.text(0.3, 0.5, "the first note", transform=ax.transAxes)
+    b = ax.text(0.32, 0.52, "the second note", transform=ax.transAxes)
+    found = plots.texts_overlapping(fig)
+    assert len(found) == 1 and "'the first note' overlaps 'the second note'" in found[0], found
+    b.set_position((0.7, 0.2))
+    assert plots.texts_overlapping(fig) == []
+    # touching: b starts where a ends, on the same line (placed in the figure's pixels)
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.transforms import IdentityTransform
+
+    for t in (a, b):
+        t.set_transform(IdentityTransform())
+        t.set_verticalalignment("bottom")
+    a.set_position((300, 200))
+    canvas = FigureCanvasAgg(fig)
+    canvas.draw()
+    b.set_position((a.get_window_extent(canvas.get_renderer()).x1 + 0.5, 200))
+    assert plots.texts_overlapping(fig) == []
+    b.set_position((a.get_window_extent(canvas.get_renderer()).x1 - 5, 200))  # 5 px into it: found
+    assert len(plots.texts_overlapping(fig)) == 1
+    # a label turned on its side, under the note's start: its box is upright, and it meets the note
+    b.set_position((310, 120))
+    b.set_rotation(90)
+    assert any("'the second note'" in t for t in plots.texts_overlapping(fig))
+    b.set_visible(False)
+    assert plots.texts_overlapping(fig) == []
+    # a note on the x tick labels, and a footer drawn over them
+    ax.set_xticks([0, 0.5, 1])
+    ax.text(0.5, -0.02, "a note on the ticks", transform=ax.get_xaxis_transform(), ha="center", va="top")
+    assert any("'a note on the ticks' overlaps '0.5'" in t or "'0.5' overlaps 'a note on the ticks'" in t
+               for t in plots.texts_overlapping(fig)), plots.texts_overlapping(fig)
+    low, lx = plots.figure()
+    lx.plot([0, 1], [0, 1])
+    low.text(0.0, 0.0, "a footer stamped by hand, under no layout\nover the tick labels\nand the axes", fontsize=14)
+    low.get_layout_engine().set(rect=(0, 0, 1, 1))
+    assert any("a footer stamped by hand" in t for t in plots.texts_overlapping(low))
+    plots.stamp(low, "a footer as stamp_figure draws it: the layout keeps the axes above it")
+    low.texts[0].set_visible(False)
+    assert plots.texts_overlapping(low) == []
+
+
+def test_a_figure_drawn_again_is_laid_out_as_at_first():
+    """The checks and to_png each draw the figure: constrained layout starts from the grid cells
+    every time, so the second draw shows what the first did (it drifted: an axes with a note
+    wider than itself shrank draw after draw, until its neighbour's title left the image)."""
+    fig, (a, b, c) = plots.figure(1, 3, width_ratios=[1.3, 1.3, 0.85])
+    a.axis("off")
+    a.text(0, 0.8, "max-autotune: tuning 9.1 s, 4 candidates", transform=a.transAxes)
+    a.scatter([], [], label="library GEMM")
+    a.scatter([], [], label="generated kernel")
+    a.legend(loc="lower left", bbox_to_anchor=(0, -0.06), ncol=2)
+    b.barh([0, 1], [1, 2])
+    b.set_yticks([0, 1], ["C++ micro-GEMM (FP32Vec)", "MKL linear"])
+    c.barh([0, 1], [1, 2])
+    c.set_yticks([0, 1], ["max-autotune", "eager"])
+    first = _pixels(plots.to_png(fig))
+    positions = [ax.get_position().bounds for ax in fig.axes]
+    plots.texts_outside(fig)
+    plots.texts_overlapping(fig)
+    assert [ax.get_position().bounds for ax in fig.axes] == positions
+    assert (_pixels(plots.to_png(fig)) == first).all()

@@ -62,7 +62,7 @@ def test_the_figure_names_the_cuda_context_on_a_gpu_measurement():
          "extra": "a GPU-shaped measurement written by hand"}
     fig = firstcall.figure_costs(d)
     labels = [t.get_text() for t in fig.axes[0].get_yticklabels()]
-    assert labels[:2] == ["import torch", "CUDA context"] and labels.count("steady") == 3
+    assert labels[:2] == ["import torch", "CUDA context"] and labels.count("2nd · steady") == 3
     assert "200×" in fig.axes[0].get_title()
 
 

@@ -217,7 +217,7 @@ def test_live_figures_show_the_reference_beside(cpu_record, monkeypatch):
     t = fusion.figure_timeline(fusion.measure_timeline(Run(), N_SMALL), refs["timeline"])
     assert "recorded on Test GPU" in t.axes[0].get_title() or any("recorded on Test GPU" in x for x in _texts(t))
     lat = fusion.figure_latency(fusion.measure_latency(Run(), N_SMALL), refs["latency"])
-    assert any(x.get_text().startswith("recorded: Test GPU") for x in lat.axes[0].get_xticklabels())
+    assert any(x.get_text().startswith("recorded:\nTest GPU") for x in lat.axes[0].get_xticklabels())
     d = fusion.figure_dead_code(fusion.measure_dead_code(Run(), B=32), refs["dead_code"])
     assert any(x.startswith("rec.") for x in _texts(d))
     assert [x for x in _texts(d) if x in ("3", "2")] == ["3", "2", "3", "2"]  # written vs executed

@@ -98,6 +98,7 @@ def test_the_guides_example_passes_the_checks_every_demo_gets(example):
         fig = gelu.draw(data)
         assert getattr(fig, "_demos_stamped", False)  # stamped by the demo: the function did not
         assert plots.texts_outside(fig) == []
+        assert plots.texts_too_small(fig) == [] and plots.texts_overlapping(fig) == []
     with pytest.raises(Exception, match="power of two"):
         gelu.run({"N": 3})
 

@@ -124,7 +124,7 @@ def test_the_seeds_a100_figures_are_its_tf32_row_at_its_sizes(measured):
     assert (tf32["torch_eager"]["median_s"], tf32["torch_compile"]["median_s"]) == (22.5e-3, 14.4e-3)
     # drawn beside a measurement as its times in words (it has no float32 row to divide by)
     fig = topic.figure_lever({**measured, "stamp": "here"}, seed)
-    texts = [t.get_text() for ax in fig.axes for t in ax.texts]
+    texts = [t.get_text() for ax in fig.axes for t in ax.texts] + [ax.get_title(loc="left") for ax in fig.axes]
     assert any("22.50 ms → 14.40 ms (compiling ×1.56)" in t for t in texts), texts
 
 

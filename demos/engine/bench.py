@@ -152,7 +152,7 @@ def figure(record: Record, dtype: str = "float32"):
     ax.set_xticks(np.arange(len(names)), names)
     ax.set_yscale("log")
     ax.set_ylabel("median latency per call (µs)")
-    ax.legend(ncols=len(backends), loc="upper left")
+    ax.legend(ncols=len(backends), loc="upper left", fontsize=12.5)
     sizes = "; ".join(f"{n}: " + ",".join(f"{k}={v}" for k, v in next(r for r in rows if r.workload == n).params.items())
                       for n in names)
     stamp(fig, machine_stamp(record.machine, f"{dtype} · {sizes}", record.created))

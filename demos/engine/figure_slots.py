@@ -149,9 +149,10 @@ class SlotLayout(ConstrainedLayoutEngine):
                     text.set_position(pos)
                     text.set_verticalalignment(va)
             return None
-        if self.skip_unchanged and self._signature is not None:
+        if self.runs:
             # lay out from where a new figure starts (each axes at its grid cell), so a reused figure
-            # is placed exactly as a new one would be: constrained layout depends on where it starts
+            # is placed exactly as a new one would be: constrained layout depends on where it starts (a
+            # figure drawn again, as the text checks and then to_png draw it, drifted draw after draw)
             for ax in fig.axes:
                 spec = ax.get_subplotspec()
                 if spec is not None:

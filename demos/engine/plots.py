@@ -1,6 +1,7 @@
 """One look for every figure: palette, slide-sized figures, and the 'where measured' stamp."""
 from __future__ import annotations
 
+import functools
 import io
 import math
 from typing import Any
@@ -17,6 +18,7 @@ from matplotlib.figure import Figure  # noqa: E402
 
 from demos.engine.figure_slots import (_SLOTS, SlotLayout, empty,  # noqa: E402
                                        ticks_once)
+from demos.engine.figure_text import drawn_texts, named, wrap_px  # noqa: E402
 
 # Okabe–Ito, colour-blind safe; the same colour means the same backend everywhere
 # (assets/theme.css uses the same values).
@@ -39,6 +41,28 @@ SLIDE_SIZE = (12.2, 4.3)  # inches at dpi 100 (1220×430 px): shown 1:1 (the the
 # on a 1280×720 slide under a title, a two-line live cell and its controls, so 1 pt here is 1.39 px on
 # the slide and 1.04 pt in the PDF (1280 px → 998 pt): 13 pt tick labels are 18 px / 13.5 pt
 DPI = 100
+
+# The slide reveal.js lays out (demos.deck.nbtools.RISE_SETTINGS' width, height and margin, which
+# tests/test_figure_slots.py checks agree), and the projectors the deck is shown on. Scaled as reveal
+# scales a slide to the window (its margin kept: the exported HTML), a figure on a 4:3 lecture-hall
+# projector (1024×768) shows 0.768 screen px per px of its own: the smallest scale the figures are
+# designed for. RISE's slideshow does not scale the slide, it is the window; there a figure shrinks
+# to the width it gets, 0.82 at 1024×768 (the browser walk reads the scale each figure really has and
+# fails under MIN_SCREEN_PX: demos.deck.walk.at_projectors).
+SLIDE_PX = (1280, 720)
+REVEAL_MARGIN = 0.04
+PROJECTORS = ((1024, 768), (1280, 720), (1920, 1080))
+MIN_SCREEN_PX = 12  # the smallest text a back row reads, in pixels of the screen
+
+
+def screen_scale(width: float, height: float) -> float:
+    """Screen pixels per slide pixel in a ``width``×``height`` window: reveal.js's scale."""
+    return min(width * (1 - REVEAL_MARGIN) / SLIDE_PX[0], height * (1 - REVEAL_MARGIN) / SLIDE_PX[1])
+
+
+# The smallest font size of a figure's text, in points: MIN_SCREEN_PX on the smallest projector's
+# screen (a figure is shown 1:1 on the slide, 1 pt = DPI/72 px of it). 1024×768: scale 0.768, 11.25 pt.
+MIN_TEXT_PT = MIN_SCREEN_PX / (min(screen_scale(w, h) for w, h in PROJECTORS) * DPI / 72)
 
 STYLE = {
     "font.size": 14,
@@ -90,6 +114,13 @@ def figure(nrows: int = 1, ncols: int = 1, size: tuple[float, float] = SLIDE_SIZ
     return fig, axes
 
 
+def add_axes(fig: Figure, rect: tuple[float, float, float, float], **kw: Any):
+    """An axes at ``rect`` (fractions of the figure) in the deck's style, as :func:`figure`'s are:
+    made outside it, its labels and ticks took matplotlib's 10 pt, under MIN_TEXT_PT."""
+    with plt.rc_context(STYLE):
+        return fig.add_axes(rect, **kw)
+
+
 def color(backend: str) -> str:
     return PALETTE.get(backend, PALETTE["reference"])
 
@@ -98,7 +129,7 @@ def label(backend: str) -> str:
     return LABELS.get(backend, backend)
 
 
-FOOTER_PT = 10.5  # 14.6 px on the slide, 10.9 pt in the PDF
+FOOTER_PT = MIN_TEXT_PT  # 11.25 pt: 15.6 px on the slide, 12 px on a 1024×768 screen, 11.7 pt in the PDF
 FOOTER_WIDTH = 0.86  # of the figure: the wrapped stamp stays clear of reveal's arrows (bottom right, ~110 px)
 
 
@@ -107,14 +138,14 @@ def _footer(fig: Figure, lines: list[str]) -> float:
     clipped at its right edge, never under the slideshow's arrows at the slide's bottom right),
     with the layout told to keep the axes above them. Returns the top of its text (a fraction of
     the figure's height), for text placed by hand above it."""
-    import textwrap
-
-    chars = max(40, chars_per_line(fig, FOOTER_PT, FOOTER_WIDTH))
-    wrapped = [w for line in lines for w in textwrap.wrap(line, chars, subsequent_indent="    ")]
+    width = fig.get_figwidth() * DPI * FOOTER_WIDTH
+    wrapped = [w for line in lines for w in wrap_px(line, FOOTER_PT * DPI / 72, width, indent="    ")]
     fig.text(0.005, 0.004, "\n".join(wrapped), fontsize=FOOTER_PT, color="#555555", ha="left", va="bottom",
              linespacing=1.15)
     text_pt, height_pt = len(wrapped) * FOOTER_PT * 1.15, fig.get_figheight() * 72  # the text's height, in points
-    share = (text_pt * 1.2 + 4) / height_pt  # the text, a fifth more, and a small gap: the layout keeps off it
+    # the text (the estimate is some 8% over what matplotlib draws) and a gap: the layout keeps off it (a fifth
+    # more than the text, as this once kept, left 50 px empty over a footer of nine lines of verdicts)
+    share = (text_pt + 6) / height_pt
     try:
         fig.get_layout_engine().set(rect=(0, share, 1, 1 - share))
     except Exception:
@@ -128,7 +159,7 @@ def chars_per_line(fig: Figure, fontsize: float, fraction: float = 1.0) -> int:
     return int(fig.get_figwidth() * 72 * fraction / (fontsize * 0.6))
 
 
-def text_floor(fig: Figure, pt: float = 12.5) -> Figure:
+def text_floor(fig: Figure, pt: float = MIN_TEXT_PT) -> Figure:
     """Raise every text of ``fig`` smaller than ``pt`` to ``pt`` (call before the footer is
     stamped): for figures drawn by shared code with its own small sizes."""
     from matplotlib.text import Text
@@ -239,7 +270,6 @@ def message_figure(text: str, title: str = "") -> Figure:
 # =======================================================================================
 # Code on a figure: syntax colours in monospace layers, rasterised by PIL; text columns
 # =======================================================================================
-import functools  # noqa: E402
 import re  # noqa: E402
 
 CODE_COLORS = {"text": "#1a1a1a", "comment": "#6a737d", "string": "#a31515", "keyword": "#7d3c98",
@@ -281,7 +311,7 @@ def _mono_font(px: int, bold: bool = False):
 
 
 def draw_code(fig: Figure, x0: float, y_top: float, width: float, height: float, lines: list[str], *,
-              fontsize: float = 10.0, mark: set[int] | None = None) -> int:
+              fontsize: float = 11.5, mark: set[int] | None = None) -> int:
     """Draw ``lines`` as coloured monospace code in a box of figure coordinates, clipped to
     it (long lines end in …; the last line says how many more); lines in ``mark`` get a
     highlighted background. Returns how many lines were drawn.
@@ -307,7 +337,8 @@ def draw_code(fig: Figure, x0: float, y_top: float, width: float, height: float,
         for i, text in enumerate(layer):
             if text.strip():
                 draw.text((0, round(i * lh)), text, font=bold if kind == "call" else font, fill=CODE_COLORS[kind])
-    fig.figimage(np.asarray(img), xo=int(x0 * W), yo=int(y_top * H) - img.height, origin="upper")
+    image = fig.figimage(np.asarray(img), xo=int(x0 * W), yo=int(y_top * H) - img.height, origin="upper")
+    image._jitdeck_code_pt = fontsize  # texts_too_small reads the code's size from the picture
     return len(shown)
 
 
@@ -319,11 +350,12 @@ def text_lines(fig: Figure, x: float, y: float, lines: list[str], step: float = 
     return y
 
 
-def two_columns(fig: Figure) -> None:
-    """A thin vertical rule down the middle of the figure (two side-by-side columns)."""
+def two_columns(fig: Figure, bottom: float = 0.11) -> None:
+    """A thin vertical rule down the middle of the figure (two side-by-side columns), from ``bottom``
+    (above the footer: :func:`stamp_figure` returns its top) up."""
     from matplotlib.lines import Line2D
 
-    fig.add_artist(Line2D([0.5, 0.5], [0.11, 0.98], transform=fig.transFigure, color="#cccccc", lw=1))  # above the footer
+    fig.add_artist(Line2D([0.5, 0.5], [bottom, 0.98], transform=fig.transFigure, color="#cccccc", lw=1))
 
 
 def this_machine() -> str:
@@ -365,34 +397,41 @@ def texts_outside(fig: Figure, slack_px: float = 1.0) -> list[str]:
     """The texts of ``fig`` (labels, titles, ticks, notes, the footer) whose drawn extent leaves the
     figure, at the figure's own size: each as "text (by how many px, which side)". A clipped label
     is one here."""
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.text import Text
-
-    canvas = fig.canvas if isinstance(fig.canvas, FigureCanvasAgg) else FigureCanvasAgg(fig)
-    with ticks_once():
-        canvas.draw()
-    renderer = canvas.get_renderer()
-    width, height = canvas.get_width_height()
-    undrawn = set()  # tick labels matplotlib keeps for ticks outside the view, and does not draw
-    for ax in fig.axes:
-        for axis in (ax.xaxis, ax.yaxis):
-            lo, hi = sorted(axis.get_view_interval())
-            shown = ax.axison and axis.get_visible()
-            for tick in axis.get_major_ticks() + axis.get_minor_ticks():
-                loc = tick.get_loc()
-                if not shown or loc is None or not lo - 1e-9 * abs(hi - lo) <= loc <= hi + 1e-9 * abs(hi - lo):
-                    undrawn.update((id(tick.label1), id(tick.label2)))
+    (width, height), texts = drawn_texts(fig)
     out = []
-    for t in fig.findobj(Text):
-        if not (t.get_visible() and t.get_text().strip()) or (t.axes is not None and not t.axes.get_visible()):
-            continue
-        if id(t) in undrawn:
-            continue
-        bb = t.get_window_extent(renderer)
+    for t, bb in texts:
         sides = {"left": -bb.x0, "bottom": -bb.y0, "right": bb.x1 - width, "top": bb.y1 - height}
         over = {k: v for k, v in sides.items() if v > slack_px}
         if over:
-            out.append(f"{t.get_text()[:60]!r} ({', '.join(f'{v:.0f} px past the {k}' for k, v in over.items())})")
+            out.append(f"{named(t)} ({', '.join(f'{v:.0f} px past the {k}' for k, v in over.items())})")
+    return out
+
+
+def texts_too_small(fig: Figure, pt: float = MIN_TEXT_PT) -> list[str]:
+    """The texts ``fig`` shows (as :func:`texts_outside` counts them) drawn under ``pt`` points, and
+    the code it shows as a picture (:func:`draw_code`) set under ``pt``: each as "text (9 pt)"."""
+    _size, texts = drawn_texts(fig)
+    out = [f"{named(t)} ({t.get_fontsize():g} pt)" for t, _bb in texts if t.get_fontsize() < pt]
+    for image in fig.images:
+        code_pt = getattr(image, "_jitdeck_code_pt", None)
+        if code_pt is not None and code_pt < pt:
+            out.append(f"code drawn at {code_pt:g} pt")
+    return out
+
+
+def texts_overlapping(fig: Figure, slack_px: float = 1.0) -> list[str]:
+    """Each pair of texts ``fig`` shows (as :func:`texts_outside` counts them) whose drawn boxes
+    overlap by more than ``slack_px`` both across and down (boxes that touch do not): tick labels
+    crowding each other, a bar's label on the axes' title, a note under the legend, the footer on
+    the tick labels. Each as "'a' overlaps 'b' (w×h px)"."""
+    _size, texts = drawn_texts(fig)
+    out = []
+    for i, (a, ab) in enumerate(texts):
+        for b, bb in texts[i + 1:]:
+            w = min(ab.x1, bb.x1) - max(ab.x0, bb.x0)
+            h = min(ab.y1, bb.y1) - max(ab.y0, bb.y0)
+            if w > slack_px and h > slack_px:
+                out.append(f"{named(a)} overlaps {named(b)} ({w:.0f}×{h:.0f} px)")
     return out
 
 
@@ -424,7 +463,8 @@ def timing_bars(data: dict[str, Any], reference: dict[str, Any] | None = None):
     ref = [f for f in forms if reference is not None and isinstance(reference.get(f), dict)]
     fig, ax = figure()
     if not forms:
-        ax.text(0.5, 0.5, "this measurement holds no timing to draw", ha="center", va="center", transform=ax.transAxes)
+        ax.text(0.5, 0.5, "this measurement holds no timing to draw", ha="center", va="center", transform=ax.transAxes,
+                fontsize=14)
         return fig
     unit, k = time_unit(max(data[f]["median_s"] for f in forms))
     width = 0.38 if ref else 0.6
@@ -445,5 +485,6 @@ def timing_bars(data: dict[str, Any], reference: dict[str, Any] | None = None):
     ax.set_ylabel(f"{unit} per call (median, p10–p90)")
     ax.set_ylim(0, ax.get_ylim()[1] * 1.12)
     if ref:
-        ax.legend(loc="upper right")
+        ax.legend(loc="upper right", fontsize=12.5)  # given: a legend made outside figure()'s style is 10 pt
     return fig
+

@@ -380,7 +380,7 @@ def timeline_figure(
                 if w > span * scale * 0.045:
                     text = "wait" if kind == "sync" else ev["name"]
                     ax.text(x0 + w / 2, y, text[: max(3, int(w / (span * scale) * 90))], ha="center",
-                            va="center", fontsize=10, color="black" if kind not in ("op", "kernel") else "white",
+                            va="center", fontsize=12.5, color="black" if kind not in ("op", "kernel") else "white",
                             clip_on=True)
             if lane == "device":
                 _draw_launch_links(ax, events, y, lane_h, scale)
@@ -389,7 +389,7 @@ def timeline_figure(
             y += 1.0
         y += 0.5
     ax.set_yticks(yticks)
-    ax.set_yticklabels(ylabels, fontsize=10)
+    ax.set_yticklabels(ylabels, fontsize=11.5)  # two lines a lane, a lane apart: room for a long footer
     ax.set_ylim(-0.6, y - 0.9)
     ax.set_xlim(0, span * scale * 1.02)
     ax.set_xlabel(f"time since the first event ({unit})")
@@ -404,7 +404,7 @@ def timeline_figure(
     notes = sorted({DEVICE_LANE_TEXT.get(r.get("device_lane"), "") for r in runs} - {""})
     if any(r.get("device_lane") == "host-executes" for r in runs):
         notes = [DEVICE_LANE_TEXT["host-executes"] + ";\ngaps between bars = Python + dispatch"]
-    ax.set_title("; ".join(notes), fontsize=10.5, loc="left", color="#555555")
+    ax.set_title("; ".join(notes), fontsize=12.5, loc="left", color="#555555")
     if stamp:
         plots.stamp(fig, stamp)
     return fig

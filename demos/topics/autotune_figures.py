@@ -48,7 +48,7 @@ def _launch_row(ax, y: float, launches: list[dict]) -> None:
         w = 0.33 if item["kind"] != "generated kernel" else 0.2
         ax.add_patch(FancyBboxPatch((x, y - 0.07), w, 0.14, boxstyle="round,pad=0.005,rounding_size=0.02",
                                     transform=ax.transAxes, facecolor=KIND_COLORS[item["kind"]], edgecolor="none"))
-        ax.text(x + w / 2, y, short(item["name"])[:12], transform=ax.transAxes, ha="center", va="center", fontsize=10.5,
+        ax.text(x + w / 2, y, short(item["name"])[:12], transform=ax.transAxes, ha="center", va="center", fontsize=11.5,
                 color="white", weight="bold")
         x += w + 0.03
     if not launches:
@@ -56,7 +56,8 @@ def _launch_row(ax, y: float, launches: list[dict]) -> None:
 
 
 def figure_gemms(data: dict[str, Any], reference: dict[str, Any] | None = None):
-    fig, (lx, cx, tx) = plots.figure(1, 3, width_ratios=[1.3, 1.3, 0.85])
+    # the launches' boxes need the width: a name of 12 bold characters is some 90 px (a box a third of the axes)
+    fig, (lx, cx, tx) = plots.figure(1, 3, width_ratios=[1.7, 1.3, 0.85])
     rows = data["rows"]
     modes = [m for m in ("default", "max-autotune", "jax_jit") if m in rows]
     for i, mode in enumerate(modes):
@@ -73,7 +74,7 @@ def figure_gemms(data: dict[str, Any], reference: dict[str, Any] | None = None):
         lx.text(0, y + 0.085, said, transform=lx.transAxes, fontsize=11.5, va="bottom")
     for kind, color in KIND_COLORS.items():
         lx.scatter([], [], marker="s", s=80, color=color, label=kind)
-    lx.legend(loc="lower left", bbox_to_anchor=(0, -0.06), ncol=2, fontsize=10.5, frameon=False, handletextpad=0.2,
+    lx.legend(loc="upper left", bbox_to_anchor=(0, 0.06), ncol=2, fontsize=11.5, frameon=False, handletextpad=0.2,
               columnspacing=0.8)
     lx.axis("off")
     lx.set_title("launches per call (caches off)", loc="left", fontsize=13)
@@ -86,7 +87,7 @@ def figure_gemms(data: dict[str, Any], reference: dict[str, Any] | None = None):
             winner = j == 0
             color = KIND_COLORS["library GEMM" if not re.search(r"triton|cpp|Micro|tem", c["name"]) else "generated GEMM"]
             cx.barh(y, c["ms"], height=0.7, color=color, alpha=1.0 if winner else 0.45)
-            cx.text(c["ms"], y, f" {c['ms']:.3g} ms" + ("  ← chosen" if winner else ""), va="center", fontsize=10.5,
+            cx.text(c["ms"], y, f" {c['ms']:.3g} ms" + ("  ← chosen" if winner else ""), va="center", fontsize=11.5,
                     weight="bold" if winner else "normal")
             ticks.append(y)
             labels.append(short(c["name"])[:26])
@@ -94,12 +95,12 @@ def figure_gemms(data: dict[str, Any], reference: dict[str, Any] | None = None):
         more = len(gemm["candidates"]) - len(cands)
         shape = " × ".join(str(s) for s in gemm["shapes"][0]) if gemm["shapes"] else "?"
         cx.text(0, y - len(cands) - 0.75, f"GEMM {g + 1} ({gemm['op']}, input {shape})"
-                + (f", {more} more not shown" if more > 0 else ""), fontsize=10.5, color="#444444")
+                + (f", {more} more not shown" if more > 0 else ""), fontsize=11.5, color="#444444")
         y += 1.0
     if tuned:
         widest = max(c["ms"] for gemm in tuned for c in gemm["candidates"][:SHOWN_CANDIDATES])
         cx.set_xlim(0, widest * 1.9)
-        cx.set_yticks(ticks, labels, fontsize=10.5)
+        cx.set_yticks(ticks, labels, fontsize=11.5)
         cx.set_ylim(y - 0.5, -1.2)
     else:
         cx.text(0.02, 0.5, "nothing was benchmarked:\nonly one GEMM candidate here", transform=cx.transAxes,
@@ -115,14 +116,15 @@ def figure_gemms(data: dict[str, Any], reference: dict[str, Any] | None = None):
     tx.barh(yy, ms, height=0.6, color=[plots.color("torch_eager")] + [plots.color("torch_compile")] * (len(forms) - 1),
             xerr=[[max(0.0, m - rows[f]["steady"]["p10_s"] * 1e3) for f, m in zip(forms, ms)],
                   [max(0.0, rows[f]["steady"]["p90_s"] * 1e3 - m) for f, m in zip(forms, ms)]], capsize=3)
-    for y_, f, m in zip(yy, forms, ms):
-        tx.text(0, y_ - 0.42, fmt_seconds(m / 1e3), fontsize=11, va="bottom")
+    names = dict(zip(("torch_eager", "default", "max-autotune"), ("eager", "default", "max-autotune")))
+    for y_, f, m in zip(yy, forms, ms):  # named above its bar: no tick labels to take the width
+        tx.text(0, y_ - 0.42, f"{names[f]} · {fmt_seconds(m / 1e3)}", fontsize=11.5, va="bottom")
     if reference is not None:
         ref = [(reference.get("rows", {}).get(f, {}).get("steady") or {}).get("median_s") for f in forms]
         tx.scatter([r * 1e3 if r else float("nan") for r in ref], yy, marker="D", s=36, zorder=3,
                    color=plots.PALETTE["reference"], label=f"recorded: {reference.get('machine_short', '')}")
-        tx.legend(loc="lower right", fontsize=10, frameon=False)
-    tx.set_yticks(yy, ["eager", "default", "max-autotune"][:len(forms)] if len(forms) == 3 else forms, fontsize=11.5)
+        tx.legend(loc="lower right", fontsize=11.5, frameon=False)
+    tx.set_yticks(yy, [])
     tx.set_ylim(len(forms) - 0.4, -0.9)
     tx.set_xlim(0, max(ms + [1e-3]) * 1.4)
     tx.set_xlabel("ms (median)")

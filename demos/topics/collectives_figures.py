@@ -76,7 +76,7 @@ def figure_sharding(data: dict[str, Any], reference: dict | None = None):
         ref = [reference["rows"].get(n, {}).get("steady") for n in names]
         tx.scatter([r["median_s"] * 1e3 if r else float("nan") for r in ref], [yi - 0.12 for yi in y], marker="D", s=36,
                    color=plots.PALETTE["reference"], zorder=3, label="recorded run")
-        tx.legend(loc="lower right", fontsize=10, frameon=False)
+        tx.legend(loc="lower right", fontsize=11.5, frameon=False)
     for yi, t in zip(y, times):
         tx.text(0, yi + 0.14, fmt_seconds(t["median_s"]), fontsize=11.5, va="bottom")
     tx.set_yticks(y)
@@ -106,6 +106,7 @@ def figure_traced(data: dict[str, Any], reference: dict | None = None):
     """Rank 0's generated ``call`` for each split, its collectives highlighted."""
     fig, _ = plots.figure(size=(plots.SLIDE_SIZE[0], 4.3))
     fig.axes[0].axis("off")
+    note = plots.stamp_figure(fig, data, reference) + 0.01  # the note stands on the footer, the code above it
     for i, (name, split) in enumerate(data["splits"].items()):
         x0 = 0.01 + 0.5 * i
         lines = [ln.replace("torch.ops._c10d_functional.", "c10d.").replace(".default(", "(") for ln in split["code"]]
@@ -113,8 +114,7 @@ def figure_traced(data: dict[str, Any], reference: dict | None = None):
         fig.text(x0, 0.97, _TRACED_TITLES.get(name, name), fontsize=13.5, va="top", weight="bold")
         fig.text(x0, 0.89, f"{split['graphs']} graph · {_collectives_said(split['collectives'])}", fontsize=11.5,
                  va="top", color="#333333")
-        plots.draw_code(fig, x0, 0.81, 0.48, 0.62, lines, fontsize=10.5, mark=mark)
-    fig.text(0.99, 0.16, "c10d. = torch.ops._c10d_functional.  ·  rank 0's generated call()", ha="right",
-             fontsize=11, color="#555555")
-    plots.stamp_figure(fig, data, reference)
+        plots.draw_code(fig, x0, 0.81, 0.48, 0.81 - note - 0.06, lines, fontsize=11.5, mark=mark)
+    fig.text(0.99, note, "c10d. = torch.ops._c10d_functional.  ·  rank 0's generated call()", ha="right",
+             va="bottom", fontsize=11.5, color="#555555")
     return fig

@@ -23,7 +23,7 @@ def figure_timeline(data: dict, reference: dict | None = None):
     if reference is not None:
         title += f"  (recorded: {reference['counts']['kernels']})"
     fig = profiling.timeline_figure(runs, titles, title=title)
-    plots.text_floor(fig)  # the shared timeline's 10 pt lane names and notes
+    plots.text_floor(fig)  # nothing under plots.MIN_TEXT_PT, whatever the shared timeline draws
     plots.stamp_figure(fig, data, reference)
     return fig
 
@@ -164,6 +164,6 @@ def figure_regimes(data: dict, reference: dict | None = None):
     ax.text(0.01, 0.98, "\n".join(lines), transform=ax.transAxes, ha="left", va="top", fontsize=12,
             bbox=dict(facecolor="white", alpha=0.85, edgecolor="none"), color="#333333")
     # under the text box, left of the data (which climbs to the upper right)
-    ax.legend(loc="upper left", bbox_to_anchor=(0.0, 0.76), fontsize=11, framealpha=0.9, ncols=2, columnspacing=1.0)
+    ax.legend(loc="upper left", bbox_to_anchor=(0.0, 0.76), fontsize=11.5, framealpha=0.9, ncols=2, columnspacing=1.0)
     plots.stamp_figure(fig, data, reference)
     return fig

@@ -2,7 +2,11 @@
 drawing a measurement beside a recorded one (``reference``) from the data alone."""
 from __future__ import annotations
 
+import re
+
 from typing import Any
+
+from matplotlib.transforms import offset_copy
 
 from demos.engine.devices import BACKENDS
 from demos.engine import plots
@@ -20,18 +24,27 @@ def _where(d: dict) -> str:
     return f"recorded: {d.get('machine_short', '?')}" if d.get("recorded") else "this machine"
 
 
-def text_block(ax, lines: list[str], title: str = "", colors: list[str] | None = None, y0: float = 0.97,
-                step: float = 0.075) -> float:
+def text_block(ax, lines: list[str], title: str = "", colors: list[str] | None = None, below: float = 0.0,
+               step: float = 14.0, top: float = 0.97) -> float:
+    """A title and lines of monospace text, one under another from ``below`` points under the top of
+    ``ax`` (``top``, a fraction of its height), ``step`` points apart: a pitch in points, not in
+    fractions of an axes whose height a longer footer takes away (lines met each other there).
+    Returns how far under the top the next line goes, in points."""
     ax.axis("off")
-    y = y0
     if title:
-        ax.text(0.0, y, title, fontsize=14, fontweight="bold", va="top", transform=ax.transAxes)
-        y -= step * 1.2
+        ax.text(0.0, top, title, fontsize=14, fontweight="bold", va="top", transform=under_block(ax, below, top))
+        below += max(step * 1.2, 17.0)  # 14 pt bold: its box is some 16 pt high
     for i, line in enumerate(lines):
         col = (colors[i] if colors and i < len(colors) else "#222222")
-        ax.text(0.0, y, line, va="top", color=col, transform=ax.transAxes, **MONO)
-        y -= step
-    return y
+        ax.text(0.0, top, line, va="top", color=col, transform=under_block(ax, below, top), **MONO)
+        below += step
+    return below
+
+
+def under_block(ax, below: float, top: float = 0.97):
+    """The transform of a text placed ``below`` points under ``top`` of ``ax``: under a
+    :func:`text_block`."""
+    return offset_copy(ax.transAxes, fig=ax.figure, x=0, y=-below, units="points")
 
 
 def _form_bars(ax, names: list[str], heights: list[float], texts: list[str], ylabel: str,
@@ -61,6 +74,9 @@ def _spread(ax, x: float, r: dict, scale: float = 1e3, **kw) -> float:
 
 
 # 1a. Kernel / op counts of the four forms
+FUSED_NAME = re.compile(r"(_fused_)[a-z0-9_]*?(_\d+)\b")
+
+
 def figure_kernels(data: dict[str, Any], reference: dict | None = None):
     fig, (ax, txt) = plots.figure(1, 2, width_ratios=[1.0, 1.25])
     forms = data["forms"]
@@ -72,12 +88,13 @@ def figure_kernels(data: dict[str, Any], reference: dict | None = None):
     ax.set_ylim(0, max([c or 0 for c in counts] + [1]) * 1.3 + 0.5)
     c = counts  # in BACKENDS order: torch eager, torch.compile, JAX op-by-op, jax.jit
     ax.set_title(f"{data['workload']}: {c[0]} → {c[1]} (torch), {c[2]} → {c[3]} (JAX)", fontsize=15)
-    y = text_block(txt, data.get("wrapper") or ["(no wrapper lines)"],
-                    "Inductor's call(): what runs", [plots.color("torch_compile")] * 6)
+    # a generated kernel's name lists the ops it fused: the next slide asks what it is named after
+    wrapper = [FUSED_NAME.sub(r"\1…\2", line) for line in data.get("wrapper") or ["(no wrapper lines)"]]
+    y = text_block(txt, wrapper, "Inductor's call(): what runs (names: next slide)", [plots.color("torch_compile")] * 6)
     if data.get("hlo"):
-        text_block(txt, data["hlo"], "XLA's optimized HLO (entry)", [plots.color("jax_jit")] * 6, y0=y - 0.04)
+        text_block(txt, data["hlo"], "XLA's optimized HLO (entry)", [plots.color("jax_jit")] * 6, below=y + 6)
     hows = " · ".join(forms[b]["how"].split(" (")[0] for b in BACKENDS if b in forms)
-    txt.text(0.0, -0.16, "counted from (left to right):\n" + hows, fontsize=11, color="#555555", va="bottom",
+    txt.text(0.0, -0.16, "counted from (left to right):\n" + hows, fontsize=11.5, color="#555555", va="bottom",
              transform=txt.transAxes)
     plots.stamp_figure(fig, data, reference)
     return fig
@@ -98,7 +115,7 @@ def figure_timeline(data: dict[str, Any], reference: dict | None = None):
                   f"{fmt_seconds(profiling.busy_seconds(rr[0]))} → {fmt_seconds(profiling.busy_seconds(rr[1]))}"
                   f" of {'kernel' if rr[0].get('device_lane') == 'cuda' else 'op'} time")
     fig = profiling.timeline_figure(runs, ["eager", "torch.compile"], title=title)
-    plots.text_floor(fig)  # the shared timeline's 10 pt lane names and notes
+    plots.text_floor(fig)  # nothing under plots.MIN_TEXT_PT, whatever the shared timeline draws
     plots.stamp_figure(fig, data, reference)
     return fig
 
@@ -108,10 +125,12 @@ def figure_latency(data: dict[str, Any], reference: dict | None = None):
     from matplotlib.ticker import NullFormatter
 
     fig, (ax, bw) = plots.figure(1, 2, width_ratios=[1.6, 1.0])
-    groups = [(f"{_where(data)}\nN={plots.pow2_label(data['N'])}, {data['dtype']}", data["forms"], None)]
+    def named(d: dict) -> str:  # a group's name in short lines: three groups share the axes' width
+        return _where(d)[:32].replace(": ", ":\n") + f"\nN={plots.pow2_label(d['N'])}, {d['dtype']}"
+
+    groups = [(named(data), data["forms"], None)]
     if reference is not None:
-        groups.append((f"{_where(reference)[:32]}\nN={reference['N']:,}, {reference['dtype']}",
-                       reference["forms"], "//"))
+        groups.append((named(reference), reference["forms"], "//"))
     seed = {"torch_eager": {"median_s": SEED["eager_s"]}, "torch_compile": {"median_s": SEED["compiled_s"]}}
     groups.append(("seed's GPU\n(reported), N=20M", seed, ".."))
     width = 0.2
@@ -181,20 +200,19 @@ def figure_memory(data: dict[str, Any], reference: dict | None = None):
     _form_bars(ax, names, mib, [f"{m:.0f} MiB\n= {m / nbuf:.0f} × N" for m in mib],
                "MiB allocated in one call", ref,
                f"recorded on {(reference or {}).get('machine_short')} (scaled to this N)", fontsize=12.5)
-    ax.set_ylim(0, max(mib + [1]) * 1.35)
+    ax.set_ylim(0, max(mib + [1]) * (1.6 if ref is not None else 1.35))  # the two-line labels under the legend
     ax.set_title("peak memory above the inputs", fontsize=15)
     eager = forms["torch_eager"]["buffers"]
     lines = [f"{b['op']:<10} {b['bytes'] / 2**20:6.1f} MiB" for b in eager[:7]]
-    y = text_block(txt, lines, f"torch eager: {len(eager)} new buffers", [plots.color("torch_eager")] * 8,
-                    step=0.068)
+    y = text_block(txt, lines, f"torch eager: {len(eager)} new buffers", [plots.color("torch_eager")] * 8)
     comp = forms["torch_compile"]
     clines = [f"{b}" for b in comp.get("code_buffers", [])][:3] + [f"reuse: {r}" for r in comp.get("reused", [])][:2]
     y = text_block(txt, clines, f"torch.compile: {len(comp.get('code_buffers', []))} buffer(s) in its code",
-                    [plots.color("torch_compile")] * 5, y0=y - 0.03, step=0.068)
+                   [plots.color("torch_compile")] * 5, below=y + 5)
     if "jax_jit" in forms:
         j = forms["jax_jit"]
         text_block(txt, [f"temp {j['temp_bytes'] / 2**20:.1f} MiB, output {j['output_bytes'] / 2**20:.1f} MiB"],
-                    "jax.jit memory_analysis()", [plots.color("jax_jit")], y0=y - 0.03, step=0.068)
+                   "jax.jit memory_analysis()", [plots.color("jax_jit")], below=y + 5)
     plots.stamp_figure(fig, data, reference)
     return fig
 
@@ -221,12 +239,12 @@ def figure_relayout(data: dict[str, Any], reference: dict | None = None):
     ax.set_ylim(0, max(forms[k]["p90_s"] for k in forms) * 1e3 * 1.45)
     ax.grid(axis="x", visible=False)
     ax.set_title("einsum bhd,hdk→bhk", fontsize=15)
-    y = 0.97 + 0.04
+    y = -6.0
     for title, key in (("XLA's plan, as written (transposes in orange)", "as_written"),
                        ("pre-transposed operand", "pretransposed")):
         lines = forms[key]["excerpt"]
         hl = [plots.PALETTE["torch_eager"] if "transpose" in s else "#222222" for s in lines]
-        y = text_block(txt, lines, title, hl, y0=y - 0.04, step=0.08)
+        y = text_block(txt, lines, title, hl, below=y + 6, step=15.0)
     verdict = ("transpose ops: the heads are copied in front\nbefore the batched dot, back after it"
                if data["relayout_inserted"] else
                f"no transpose op on this device: XLA ({data['backend']})\nchanges layouts instead")
@@ -258,7 +276,7 @@ def figure_dead_code(data: dict[str, Any], reference: dict | None = None):
         _spread(tx, i, t[b])
         if reference is not None and b in reference.get("times", {}):
             tx.text(i, 0, f"rec.\n{fmt_seconds(reference['times'][b]['median_s'])}", ha="center", va="bottom",
-                    fontsize=11, color="white")
+                    fontsize=11.5, color="white")
     for pair, xm in ((("torch_eager", "torch_compile"), 0.5), (("jax_eager", "jax_jit"), 2.5)):
         if pair[0] in t and pair[1] in t:
             s = t[pair[0]]["median_s"] / t[pair[1]]["median_s"]

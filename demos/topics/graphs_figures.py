@@ -27,7 +27,7 @@ def figure_replay(data: dict[str, Any], reference: dict[str, Any] | None = None)
         ref = [(reference.get("rows", {}).get(f) or {}).get("median_s") for f in forms]
         tx.scatter([r * 1e3 if r else float("nan") for r in ref], ys, marker="D", s=36, zorder=3,
                    color=plots.PALETTE["reference"], label=f"recorded: {reference.get('machine_short', '')}")
-        tx.legend(loc="lower right", fontsize=10, frameon=False)
+        tx.legend(loc="lower right", fontsize=11.5, frameon=False)
     tx.set_yticks(ys, [LABELS[f] for f in forms], fontsize=12)
     tx.set_ylim(len(forms) - 0.4, -0.8)
     tx.set_xlim(0, max(ms) * 1.35)
@@ -59,11 +59,11 @@ def figure_replay(data: dict[str, Any], reference: dict[str, Any] | None = None)
             said = f" {r['kernel_launches']} + {r['graph_launches']} graph · GPU ran {r['kernels']} kernels"
             if r["copies"]:
                 said += f" · copies: {', '.join(c.split('::')[-1] for c in r['copies'])}"
-            lx.text(r["kernel_launches"] + r["graph_launches"], y, said, va="center", fontsize=11)
+            lx.text(r["kernel_launches"] + r["graph_launches"], y, said, va="center", fontsize=11.5)
         lx.set_yticks(ys, [])
         lx.set_ylim(len(forms) - 0.4, -0.8)
         lx.set_xlim(0, max(launches) * 2.2)
-        lx.legend(loc="upper right", fontsize=10.5, frameon=False)
+        lx.legend(loc="upper right", fontsize=11.5, frameon=False)
         lx.set_xlabel("launches from the host per step (profiled)")
         lx.grid(axis="y", visible=False)
     lx.set_title("what the host launched", loc="left", fontsize=13)

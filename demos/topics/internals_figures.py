@@ -32,6 +32,7 @@ def figure_pipeline(data: dict[str, Any], reference: dict[str, Any] | None = Non
             raise unknown_name("stage", stage, valid)
     fig, ax = plots.figure()
     ax.axis("off")
+    bottom = plots.stamp_figure(fig, data, reference) + 0.02  # the code ends above the footer
     for i, (name, side_key, stage) in enumerate((("torch.compile", "torch", stages[0]), ("jax.jit", "jax", stages[1]))):
         x0, side = 0.012 + i * 0.5, data.get(side_key, {})
         backend = "torch_compile" if i == 0 else "jax_jit"
@@ -46,9 +47,8 @@ def figure_pipeline(data: dict[str, Any], reference: dict[str, Any] | None = Non
                                  plots.chars_per_line(fig, 11.5, 0.475))  # within its column
             fig.text(x0, 0.868, "\n".join(said), fontsize=11.5, color=plots.PALETTE["reference"], va="top")
             y_top = 0.82 - 0.035 * (len(said) - 1)
-        plots.draw_code(fig, x0, y_top, 0.475, y_top - 0.11, side.get("stages", {}).get(stage, []), fontsize=11.5)
-    plots.two_columns(fig)
-    plots.stamp_figure(fig, data, reference)
+        plots.draw_code(fig, x0, y_top, 0.475, y_top - bottom, side.get("stages", {}).get(stage, []), fontsize=11.5)
+    plots.two_columns(fig, bottom)
     return fig
 
 
@@ -62,10 +62,15 @@ def figure_guards(data: dict[str, Any], reference: dict[str, Any] | None = None)
 
     fig, ax = plots.figure()
     ax.axis("off")
+    # the bottom lines stand on the footer (two lines more with a recorded run beside), the rest above them
+    note_y = plots.stamp_figure(fig, data, reference) + 0.02
+    msg_y = note_y + 0.07
     fig.text(0.012, 0.975, f"Guards Dynamo recorded on the 1st call ({data['guard_count']} checks)", fontsize=15,
              fontweight="bold", color=plots.color("torch_compile"), va="top")
-    plots.draw_code(fig, 0.012, 0.9, 0.5, 0.64, [f"• {g}" for g in data["guards_plain"]], fontsize=11.5)
-    right = fig.add_axes((0.7, 0.36, 0.17, 0.54))
+    plots.draw_code(fig, 0.012, 0.9, 0.5, 0.9 - msg_y - 0.08, [f"• {g}" for g in data["guards_plain"]],
+                    fontsize=11.5)
+    bottom = max(0.36, msg_y + 0.2)  # the x tick labels and label under it stay above the failed guard
+    right = plots.add_axes(fig, (0.7, bottom, 0.17, 0.9 - bottom))
     calls = data["calls"]
     secs = [c["seconds"] for c in calls]
     ref_secs = [c["seconds"] for c in (reference or {}).get("calls", [])][:len(calls)]
@@ -92,10 +97,9 @@ def figure_guards(data: dict[str, Any], reference: dict[str, Any] | None = None)
         msg, col = f"RECOMPILE · failed guard: {data['failed_guard'] or '(reason not logged)'}", "#b00020"
     else:
         msg, col = "no recompile: every guard still holds", "#1b7f3a"
-    fig.text(0.012, 0.23, msg, fontsize=15, fontweight="bold", color=col, va="top")
-    fig.text(0.012, 0.15, "torch.compile(dynamic=False); backend: Dynamo capture only — guards are Dynamo's "
-             "(Part 5 measures Inductor's compile cost)", fontsize=11.5, color="#555555", va="top")
-    plots.stamp_figure(fig, data, reference)
+    fig.text(0.012, msg_y, msg, fontsize=15, fontweight="bold", color=col, va="bottom")
+    fig.text(0.012, note_y, "torch.compile(dynamic=False); backend: Dynamo capture only — guards are Dynamo's "
+             "(Part 5 measures Inductor's compile cost)", fontsize=11.5, color="#555555", va="bottom")
     return fig
 
 
@@ -107,12 +111,19 @@ def figure_breaks(data: dict[str, Any], reference: dict[str, Any] | None = None)
     fig, ax = plots.figure()
     ax.axis("off")
     t, j = data["torch"], data["jax"]
-    Y, L, R = 0.6, 0.012, 0.512  # the verdict line, the two columns
+    Y, L, R = 0.625, 0.012, 0.512  # the verdict line (under five lines of code), the two columns
+    bottom = plots.stamp_figure(fig, data, reference) + 0.02  # the last line stands on the footer
     fig.text(L, 0.975, "torch.compile (Dynamo)", fontsize=16, fontweight="bold", color=plots.color("torch_compile"),
              va="top")
+    if reference is not None:  # what the recorded run found, at the right of each column's heading
+        rt, rj, who = reference["torch"], reference["jax"], plots.where_measured(reference).split(" ")[0]
+        grey = {"fontsize": 11.5, "color": plots.PALETTE["reference"], "va": "top", "ha": "right"}
+        fig.text(0.49, 0.965, f"{who} recorded: {rt['graphs']} graph{'s' * (rt['graphs'] != 1)} · "
+                 f"{rt['breaks']} break{'s' * (rt['breaks'] != 1)}", **grey)
+        fig.text(0.99, 0.965, f"{who} recorded: {'runs' if rj.get('ok') else rj.get('error_type', '?')}", **grey)
     src = data["torch_source"]
     needle = re.sub(r"\s+#.*$", "", t["reasons"][0]["source"]).strip() if t["reasons"] else ""
-    plots.draw_code(fig, L, 0.9, 0.475, 0.28, src, fontsize=12,
+    plots.draw_code(fig, L, 0.9, 0.475, 0.27, src, fontsize=12,
                     mark={i for i, ln in enumerate(src) if needle and ln.strip() == needle})
     fig.text(L, Y, f"graphs: {t['graphs']} · graph breaks: {t['breaks']}", fontsize=16.5, fontweight="bold",
              color="#b00020" if t["breaks"] else "#1b7f3a", va="top")
@@ -124,11 +135,11 @@ def figure_breaks(data: dict[str, Any], reference: dict[str, Any] | None = None)
         fig.text(L, y - 0.065, f"Dynamo says: {r['reason'][:64]}", fontsize=11.5, color="#555555", va="top")
     else:
         fig.text(L, Y - 0.095, "the whole function is one graph", fontsize=13, va="top")
-    fig.text(L, 0.16, "compiled output matches eager: " + ("yes" if data["torch_matches"] else "NO"), fontsize=12.5,
-             va="top", color="#333333")
+    fig.text(L, bottom, "compiled output matches eager: " + ("yes" if data["torch_matches"] else "NO"), fontsize=12.5,
+             va="bottom", color="#333333")
     fig.text(R, 0.975, "jax.jit", fontsize=16, fontweight="bold", color=plots.color("jax_jit"), va="top")
     jsrc = data.get("jax_source") or []
-    plots.draw_code(fig, R, 0.9, 0.475, 0.28, jsrc, fontsize=12,
+    plots.draw_code(fig, R, 0.9, 0.475, 0.27, jsrc, fontsize=12,
                     mark={i for i, ln in enumerate(jsrc) if ln.strip().startswith(("if ", "print("))})
     if j.get("ok"):
         fig.text(R, Y, "runs under jit: one program", fontsize=16.5, fontweight="bold", color="#1b7f3a", va="top")
@@ -142,20 +153,14 @@ def figure_breaks(data: dict[str, Any], reference: dict[str, Any] | None = None)
         elif data.get("fixed"):
             fig.text(R, Y - 0.095, "the branch is data now: no Python bool needed", fontsize=13, va="top")
         if "matches" in j:
-            fig.text(R, 0.16, "output matches torch eager: " + ("yes" if j["matches"] else "NO"), fontsize=12.5,
-                     va="top", color="#333333")
+            fig.text(R, bottom, "output matches torch eager: " + ("yes" if j["matches"] else "NO"), fontsize=12.5,
+                     va="bottom", color="#333333")
     else:
         fig.text(R, Y, f"expected error: {j['error_type']}", fontsize=16, fontweight="bold", color="#b00020", va="top")
         plots.text_lines(fig, R, Y - 0.095, textwrap.wrap(j.get("error", ""), 58)[:3], fontsize=12.5, color="#333333")
-        fig.text(R, 0.16, "jit needs the branch as data: jnp.where or lax.cond", fontsize=12.5, va="top", color="#333333")
-    if reference is not None:
-        rt, rj = reference["torch"], reference["jax"]
-        fig.text(L, 0.235, f"recorded on {plots.where_measured(reference)}: graphs {rt['graphs']} · "
-                 f"breaks {rt['breaks']} · "
-                 f"jax.jit {'runs' if rj.get('ok') else rj.get('error_type', '?')}", fontsize=11.5,
-                 color=plots.PALETTE["reference"], va="top")
-    plots.two_columns(fig)
-    plots.stamp_figure(fig, data, reference)
+        fig.text(R, bottom, "jit needs the branch as data: jnp.where or lax.cond", fontsize=12.5, va="bottom",
+                 color="#333333")
+    plots.two_columns(fig, bottom)
     return fig
 
 

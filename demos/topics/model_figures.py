@@ -111,7 +111,7 @@ def figure_speed(data: dict, reference: dict | None = None):
     if data.get("agree"):
         notes.append("forward outputs vs eager, max|Δ|÷max|y|:\n"
                      + ", ".join(f"{plots.label(k)} {v:.0e}" for k, v in data["agree"].items()))
-    ax.set_xlabel("\n".join(notes), fontsize=11, color="#555555")
+    ax.set_xlabel("\n".join(notes), fontsize=11.5, color="#555555")
     # right: speedup vs work per call — the sizes measured this session, the seed's range, the paper
     paper = PAPER[data["step"]]
     sx.axhspan(*SEED_RANGE, color=plots.PALETTE["accent"], alpha=0.2)
@@ -122,22 +122,22 @@ def figure_speed(data: dict, reference: dict | None = None):
     for lbl, (x, y) in pts:
         cur = [x, y] == here
         sx.plot(x, y, "o", color=plots.color("torch_compile"), alpha=1.0 if cur else 0.45, ms=11 if cur else 7)
-        sx.annotate(lbl, (x, y), textcoords="offset points", xytext=(6, -12 if cur else 4), fontsize=11)
+        sx.annotate(lbl, (x, y), textcoords="offset points", xytext=(6, -12 if cur else 4), fontsize=11.5)
     if reference is not None and reference.get("speedup"):
         rx, ry = reference["flops"], reference["speedup"]["torch_compile"]
         sx.plot(rx, ry, "s", color=plots.PALETTE["reference"], ms=9)
         # labelled where it sits, as this session's points are (a legend box covered one or the other)
         sx.annotate(f"recorded: {reference.get('machine_short', '')}", (rx, ry), textcoords="offset points",
-                    xytext=(-8, 8), ha="right", fontsize=11, color=plots.PALETTE["reference"])
+                    xytext=(-8, 8), ha="right", fontsize=11.5, color=plots.PALETTE["reference"])
     sx.set_xscale("log")
     plots.no_minor_ticks(sx)
     ys = [y for _, (_, y) in pts]
     sx.set_ylim(min(ys + [0.9]) * 0.9, max(ys + [paper, SEED_RANGE[1]]) * 1.2)
     tr = sx.get_yaxis_transform()
-    sx.text(0.02, SEED_RANGE[1], "seed card: training 1.2–1.8× typical", transform=tr, fontsize=11, va="bottom")
+    sx.text(0.02, SEED_RANGE[1], "seed card: training 1.2–1.8× typical", transform=tr, fontsize=11.5, va="bottom")
     how = PAPER_PRECISION[data["step"]]
     sx.text(0.02, paper, f"PyTorch 2 paper: {paper}× {data['step']}\n(A100, {how}, geomean of 180+ models)",
-            transform=tr, fontsize=11, va="bottom", color="#444444")
+            transform=tr, fontsize=11.5, va="bottom", color="#444444")
     sx.set_xlabel("matmul FLOPs per call (log)\nop-heavy ← → big matmuls")
     sx.set_ylabel("torch.compile ÷ eager")
     c = data["cfg"]
@@ -163,7 +163,7 @@ def figure_backward(data: dict, reference: dict | None = None):
     nsaved, mib = sum(g["saved"] for g in bw), sum(g["saved_bytes"] for g in bw) / 2**20
     gx.set_xticks([0, 1], [f"forward graph\nsaves {nsaved} tensors\n({mib:.1f} MiB)", "backward graph"], fontsize=12)
     gx.set_title("AOTAutograd: joint graph, split", loc="left", fontsize=14)
-    gx.legend(loc="upper left", fontsize=11)
+    gx.legend(loc="upper left", fontsize=11.5)
     gx.set_ylim(0, max(sum(g["nodes"] for g in gs) for gs in (fw, bw) if gs) * 1.9)  # room for the legend
     gx.grid(axis="x", visible=False)
     short = {"torch_eager": "eager", "torch_compile": "compiled", "jax": "JAX", "jax_remat": "JAX +\nremat"}
@@ -175,18 +175,18 @@ def figure_backward(data: dict, reference: dict | None = None):
     sx.set_ylabel("MiB")
     sx.set_title("activations kept for backward", loc="left", fontsize=14)
     sx.text(0.0, -0.24, "torch: saved_tensors_hooks · JAX: jax.vjp residuals\n(weights left out)",
-            transform=sx.transAxes, fontsize=11, color="#555555", va="top")
+            transform=sx.transAxes, fontsize=11.5, color="#555555", va="top")
     p = data["peak"]
     _bars(px, ["eager", "compiled"], [p[k] / 2**20 for k in ("torch_eager", "torch_compile")],
           [plots.color("torch_eager"), plots.color("torch_compile")], [f"{p[k] / 2**20:.2f}" for k in p])
     px.set_ylabel("MiB")
     px.set_title("peak, one step", loc="left", fontsize=14)
-    px.text(0.0, -0.24, f"{data['peak_how']},\nabove weights + AdamW state", transform=px.transAxes, fontsize=11,
+    px.text(0.0, -0.24, f"{data['peak_how']},\nabove weights + AdamW state", transform=px.transAxes, fontsize=11.5,
             color="#555555", va="top")
     if reference is not None:
         px.plot([0, 1], [reference["peak"][k] / 2**20 for k in ("torch_eager", "torch_compile")], "_", ms=40,
                 mew=2.5, color=plots.PALETTE["reference"], label=f"recorded: {reference.get('machine_short', '')}")
-        px.legend(loc="lower right", fontsize=11)
+        px.legend(loc="lower right", fontsize=11.5)
     pe, pc, c = p["torch_eager"], p["torch_compile"], data["cfg"]
     fig.suptitle(f"Training step, {c['layers']} layers, {c['batch']}×{c['seq']} tokens, D={c['width']}: peak "
                  f"compiled {pc / 2**20:.2f} vs eager {pe / 2**20:.2f} MiB ({(pc / pe - 1) * 100:+.1f}%)", fontsize=15)
@@ -221,7 +221,7 @@ def figure_compile_cost(data: dict, reference: dict | None = None):
     if reference is not None:
         cx.plot([0, 1], [reference[k]["compile_s"] for k in hows], "_", ms=40, mew=2.5,
                 color=plots.PALETTE["reference"], label=f"recorded: {reference.get('machine_short', '')}")
-        cx.legend(loc="upper right", fontsize=11)
+        cx.legend(loc="upper right", fontsize=11.5)
     cx.set_ylabel("compile time (s)")  # caches: in the footer stamp
     cx.set_title("compiling a training step", loc="left", fontsize=14)
     be = [data[k]["break_even"] for k in hows]

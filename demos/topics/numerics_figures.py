@@ -32,7 +32,7 @@ def figure_numerics(data: dict[str, Any], reference: dict[str, Any] | None = Non
             if k in rp:
                 a1.plot([max(rp[k]["tol_used"], floor)], [y - 0.35], marker="v", color=plots.PALETTE["reference"],
                         ms=9, ls="none", label="recorded" if y == 0 else None)
-        a1.legend(loc="lower right", fontsize=11.5, title=plots.where_measured(reference), title_fontsize=11)
+        a1.legend(loc="lower right", fontsize=11.5, title=plots.where_measured(reference), title_fontsize=11.5)
     tol = data["tolerance"]
     a1.axvline(1.0, color="#b00020", ls="--", lw=1.5)
     a1.text(1.0, -0.45, f" tolerance\n rtol={tol['rtol']:g}\n atol={tol['atol']:g}",

@@ -11,7 +11,7 @@ from demos.engine.timing import fmt_seconds
 
 LABELS = {"float32": "float32", "tf32": "TF32 matmuls", "autocast": "autocast → bf16", "bfloat16": "bfloat16"}
 FORMS = ("torch_eager", "torch_compile")
-OFFSET = {"torch_eager": -0.19, "torch_compile": 0.19}
+OFFSET = {"torch_eager": -0.22, "torch_compile": 0.22}  # a pair's two labels apart over a long footer
 
 
 def _speedups(d: dict[str, Any]) -> dict[tuple[str, str], float]:
@@ -47,33 +47,36 @@ def figure_lever(data: dict[str, Any], reference: dict[str, Any] | None = None):
             y = ys[r] + OFFSET[f]
             if (r, f) not in ups:  # this form failed here: its one line where its bar would be
                 ax.text(0.03 * widest, y, textwrap.shorten(f"{plots.label(f)}: {forms.get(f, {}).get('error', '?')}", 95),
-                        va="center", fontsize=10.5, color="#666666", style="italic")
+                        va="center", fontsize=11.5, color="#666666", style="italic")
                 continue
             s = ups[(r, f)]
-            ax.barh(y, s, height=0.36, color=plots.color(f), label=plots.label(f) if r == names[0] else None)
+            ax.barh(y, s, height=0.4, color=plots.color(f), label=plots.label(f) if r == names[0] else None)
             ax.text(s, y, f" ×{s:.2f} · {fmt_seconds(forms[f]['median_s'])}", va="center", fontsize=11.5)
     if ref_ups:
         label = "recorded" if not reference.get("seed") else "reported"
         for (r, f), s in ref_ups.items():
             if r in ys:
                 ax.scatter([s], [ys[r] + OFFSET[f]], marker="D", s=40, color=plots.PALETTE["reference"], zorder=3,
-                           label=f"{label}: {reference.get('machine_short', '')}" if (r, f) == next(iter(ref_ups)) else None)
-    elif reference:  # the seed's figures have no float32 row to divide by: its times, in words
-        for r, forms in reference.get("rows", {}).items():
+                           label=f"{label}: {reference.get('machine_short', '').split(' ')[0]}"  # the footer names it
+                           if (r, f) == next(iter(ref_ups)) else None)
+    seed_said = []
+    if reference and not ref_ups:  # the seed's figures have no float32 row to divide by: its times, in words,
+        for r, forms in reference.get("rows", {}).items():  # under the title (in its row they met the bars' labels)
             if r in ys and all(f in forms for f in FORMS):
-                said = (f"{reference.get('machine_short', 'reference')}: {fmt_seconds(forms['torch_eager']['median_s'])}"
-                        f" → {fmt_seconds(forms['torch_compile']['median_s'])} ({_compile_factor(forms)})")
-                ax.text(0.03 * widest, ys[r] + 0.47, said, va="bottom", fontsize=11, color=plots.PALETTE["reference"])
+                seed_said.append(f"seed ({LABELS[r]}): "  # the footer says where it was reported
+                                 f"{fmt_seconds(forms['torch_eager']['median_s'])} → "
+                                 f"{fmt_seconds(forms['torch_compile']['median_s'])} ({_compile_factor(forms)})")
     ax.axvline(1.0, color="#555555", lw=1, ls="--")
     ax.set_yticks(range(len(names)), [f"{LABELS[r]}\n{_compile_factor(rows[r])}".strip() for r in names],
-                  fontsize=12)
-    ax.set_ylim(len(names) - 0.45, -0.6)
-    ax.set_xlim(0, widest * 1.5)
+                  fontsize=11.5)  # two lines a row: four rows over a footer of verdicts
+    ax.set_ylim(len(names) - 0.5, -0.5)
+    ax.set_xlim(0, widest * 2.0)  # the widest bar's time ends left of the legend, whichever row it is in
     ax.set_xlabel("speedup over float32 eager (median; the bar's time beside it)")
-    ax.legend(loc="upper right", fontsize=11, frameon=False)
+    ax.legend(loc="upper right", fontsize=11.5, frameon=False)
     ax.grid(axis="y", visible=False)
     p = data["params"]
-    ax.set_title(f"The seed's MLP block, B·S = {p['B']}×{p['S']}, D = {p['D']}, H = {p['H']}", loc="left", fontsize=14)
+    ax.set_title("\n".join([f"The seed's MLP block, B·S = {p['B']}×{p['S']}, D = {p['D']}, H = {p['H']}", *seed_said]),
+                 loc="left", fontsize=14)
 
     errs = []
     for r in names:
@@ -83,7 +86,7 @@ def figure_lever(data: dict[str, Any], reference: dict[str, Any] | None = None):
                 y = ys[r] + OFFSET[f]
                 ex.scatter([max(e, 1e-12)], [y], color=plots.color(f), s=45, zorder=3)
                 short = {"float32": "fp32", "bfloat16": "bf16"}.get(rows[r][f].get("out_dtype"), "")
-                ex.text(max(e, 1e-12), y, f"  {e:.1e}" + (f" · {short} out" if short else ""), va="center", fontsize=11)
+                ex.text(max(e, 1e-12), y, f"  {e:.1e}" + (f" · {short} out" if short else ""), va="center", fontsize=11.5)
                 errs.append(max(e, 1e-12))
     ex.set_xscale("log")
     if errs:
@@ -91,7 +94,7 @@ def figure_lever(data: dict[str, Any], reference: dict[str, Any] | None = None):
         ex.set_xlim(lo, hi)
         ex.set_xticks([10.0 ** k for k in range(-12, 1, 2) if lo <= 10.0 ** k <= hi])
     ex.set_yticks(range(len(names)), [])
-    ex.set_ylim(len(names) - 0.45, -0.6)
+    ex.set_ylim(len(names) - 0.5, -0.5)
     ex.set_xlabel("max |Δ| ÷ max |float64|")
     ex.set_title(f"distance from float64 ({data.get('reference_tokens', '?')} tokens)", loc="left", fontsize=12)
     ex.grid(axis="y", visible=False)

@@ -51,6 +51,11 @@ def _fmt_calls(n: float) -> str:
     return f"{n:,} call" + ("s" if n != 1 else "")
 
 
+# the parts of a first call as a legend line names them (the measurement's names are longer)
+PART_NAMES = {"Dynamo capture + guards": "Dynamo + guards", "AOT + Inductor codegen + build": "AOT + Inductor",
+              "trace + lower to StableHLO": "trace + lower", "XLA compile (or cache load)": "XLA compile"}
+
+
 def _wrap(text: str, width: int) -> str:
     return "\n    ".join(textwrap.wrap(text, width)[:3]) or "—"
 
@@ -139,11 +144,10 @@ def figure_modes(data: dict[str, Any], reference: dict[str, Any] | None = None):
                 hatch="//", label=f"recorded: {reference.get('machine_short', '')}")
         a1.legend(loc="center right", fontsize=11.5)  # beside the short rows (auto … eager), clear of jax.jit's
     lim = data.get("limit")
-    if lim:
+    if lim:  # named in the x label: a note by the line met the top row's count, which reaches it
         a1.axvline(lim, color=FALLBACK_COLOR, ls="--", lw=1)
-        a1.text(lim, len(modes) - 0.45, f" limit {lim}", color=FALLBACK_COLOR, fontsize=12)
     a1.set_yticks(y, [MODE_SHORT.get(m, m) for m in modes])
-    a1.set_xlabel("compiles over the sweep")
+    a1.set_xlabel("compiles over the sweep" + (f" (dashed: the limit, {lim})" if lim else ""))
     n_calls = len(data["lengths"])
     a1.set_title(f"{n_calls} calls, {len(set(data['lengths']))} distinct lengths", loc="left", fontsize=15)
     cs = [data["modes"][m]["summary"]["compile_s"] for m in modes]
@@ -152,15 +156,13 @@ def figure_modes(data: dict[str, Any], reference: dict[str, Any] | None = None):
     a2.barh(y, cs, color=COMPILE_COLOR, height=0.7, label="compiling")
     a2.barh(y, run, left=cs, color=cols, height=0.7, label="running")
     eager_total = data["modes"].get("eager", {}).get("summary", {}).get("total_s")
-    for v, t, c, m in zip(y, tot, cs, modes):
+    for v, t, m in zip(y, tot, modes):  # one line a row: seven rows of two lines met each other
         summ = data["modes"][m]["summary"]
         ratio = f" ({t / eager_total:.1f}× eager)" if eager_total and m != "eager" else ""
-        comp_txt = f"compiling {fmt_seconds(c)} · " if c > 0 else ""
-        a2.text(t, v, f" {fmt_seconds(t)}{ratio}\n {comp_txt}call {fmt_seconds(summ['steady_s'])}",
-                va="center", fontsize=11.5)
+        a2.text(t, v, f" {fmt_seconds(t)}{ratio} · call {fmt_seconds(summ['steady_s'])}", va="center", fontsize=11.5)
     a2.set_yticks(y, ["" for _ in modes])
     a2.set_xlabel("total time of the sweep (s)")
-    a2.set_xlim(0, max(tot + [1e-3]) * 2.0)
+    a2.set_xlim(0, max(tot + [1e-3]) * 2.5)
     a2.legend(loc="lower left", bbox_to_anchor=(0.0, 1.0), ncols=2, fontsize=12, frameon=False,
               borderaxespad=0.1)  # above the bars: their notes fill the right
     plots.stamp_figure(fig, data, reference)
@@ -169,50 +171,66 @@ def figure_modes(data: dict[str, Any], reference: dict[str, Any] | None = None):
 
 def figure_compile_latency(data: dict[str, Any], reference: dict[str, Any] | None = None):
     """One axis per framework: the first call with a cold cache and with a warm cache (split
-    where the framework exposes it) beside one steady-state call; then the break-even calls."""
+    where the framework exposes it) beside one steady-state call; then the break-even calls. A
+    recorded run's first calls and break-even calls are grey diamonds on the same bars."""
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
+
     backends = list(data["backends"].items())
     fig, axes = plots.figure(1, len(backends) + 1,
                              gridspec_kw={"width_ratios": [1.0] * len(backends) + [1.15]})
     part_colors = ["#56B4E9", "#E69F00", "#999999"]
-    bes = []
+    recorded = {b: e for b, e in (reference or {}).get("backends", {}).items() if "error" not in e}
+    diamond = {"marker": "D", "s": 40, "color": plots.PALETTE["reference"], "zorder": 2.5}  # under the labels
+    bes, parts = [], {}
     for ax, (b, e) in zip(axes, backends):
         ax.set_title(plots.label(b), loc="left", color=plots.color(b), fontsize=15)
         if "error" in e:
             ax.axis("off")
-            ax.text(0.5, 0.5, _wrap(e["error"], 30), ha="center", va="center", transform=ax.transAxes)
+            ax.text(0.5, 0.5, _wrap(e["error"], 30), ha="center", va="center", transform=ax.transAxes, fontsize=12.5)
             continue
         scale, unit = (1.0, "s") if e["cold"]["first_s"] >= 1 else (1e3, "ms")
+        rec = recorded.get(b)
         for x, k in enumerate(("cold", "warm")):
             bottom = 0.0
             for (pname, secs), col in zip(e[k]["parts"].items(), part_colors):
-                ax.bar(x, secs * scale, bottom=bottom, color=col, width=0.65, edgecolor=plots.color(b),
-                       label=_wrap(pname, 16) if x == 0 else None)
+                ax.bar(x, secs * scale, bottom=bottom, color=col, width=0.65, edgecolor=plots.color(b))
+                if x == 0:
+                    parts.setdefault(col, []).append(PART_NAMES.get(pname, pname))
                 bottom += secs * scale
             ax.text(x, bottom, f"{e[k]['first_s'] * scale:.3g} {unit}", ha="center", va="bottom", fontsize=12.5)
-            bes.append((f"{plots.label(b)}, {k}", e[k]["break_even_calls"], plots.color(b)))
+            if rec is not None:
+                ax.scatter([x], [rec[k]["first_s"] * scale], **diamond)
+            bes.append((f"{plots.label(b)}, {k}", e[k]["break_even_calls"], plots.color(b),
+                        rec[k]["break_even_calls"] if rec is not None else None))
         ax.bar(2, e["steady_s"] * scale, color=plots.color(b), width=0.65)
         ax.text(2, e["steady_s"] * scale, f"{fmt_seconds(e['steady_s'])}\n(eager\n{fmt_seconds(e['eager_s'])})",
                 ha="center", va="bottom", fontsize=11.5)
         ax.set_xticks([0, 1, 2], ["cold\ncache", "warm\ncache", "one call,\ncompiled"])
         ax.set_ylabel(f"first call ({unit})")
-        ax.set_ylim(0, max(e["cold"]["first_s"], e["warm"]["first_s"]) * scale * 2.1)
-        ax.legend(loc="upper right", fontsize=11.5, frameon=False, handlelength=1.2, handletextpad=0.4)
+        highest = max([e["cold"]["first_s"], e["warm"]["first_s"]] + ([rec["cold"]["first_s"], rec["warm"]["first_s"]]
+                                                                      if rec is not None else []))
+        ax.set_ylim(0, highest * scale * 1.6)
     a2 = axes[-1]
-    vals = [v for _, v, _ in bes]
-    finite = [v for v in vals if not math.isinf(v)]
+    vals = [v for _, v, _, _ in bes]
+    finite = [v for v in vals + [r for *_, r in bes if r is not None] if not math.isinf(v)]
     top = max(finite + [10.0]) * 5
     a2.barh(range(len(bes)), [max(v, 1.0) if not math.isinf(v) else top for v in vals],
-            color=[c for *_, c in bes], height=0.6)
-    for i, (_n, v, _c) in enumerate(bes):
+            color=[c for _, _, c, _ in bes], height=0.6)
+    for i, (_n, v, _c, r) in enumerate(bes):
         a2.text(max(v, 1.0) if not math.isinf(v) else top, i, " " + _fmt_calls(v), va="center", fontsize=12)
-    if reference and reference.get("backends"):
-        ref_lines = []
-        for b, e in reference["backends"].items():
-            if "error" not in e:
-                ref_lines.append(f"{plots.label(b)}: cold {fmt_seconds(e['cold']['first_s'])}, "
-                                 f"pays after {_fmt_calls(e['cold']['break_even_calls'])}")
-        a2.text(-0.45, -0.3, f"recorded ({reference.get('machine_short', '')}):\n" + "\n".join(ref_lines), fontsize=11,
-                transform=a2.transAxes, va="top", color=plots.PALETTE["reference"])
+        if r is not None:
+            a2.scatter([max(r, 1.0) if not math.isinf(r) else top], [i], **diamond)
+    # the parts (one colour, each framework's name for it) and the recorded run, in one row above the
+    # panels: legends inside met the bars' labels, and a block of text under the axes took their height
+    handles = [Patch(color=col) for col in parts]
+    labels = [" / ".join(dict.fromkeys(names)) for names in parts.values()]
+    if recorded:
+        handles.append(Line2D([], [], ls="none", marker="D", ms=7, color=plots.PALETTE["reference"]))
+        labels.append(f"recorded ({reference.get('machine_short', '')}), its sizes")
+    if handles:
+        fig.legend(handles, labels, loc="outside upper center", ncols=len(handles), fontsize=11.5, frameon=False,
+                   handlelength=1.2, handletextpad=0.4, columnspacing=1.2)
     a2.set_xscale("log")
     a2.set_xlim(1, top * 100)
     a2.set_yticks(range(len(bes)), [n for n, *_ in bes], fontsize=12)

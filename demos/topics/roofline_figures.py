@@ -111,14 +111,13 @@ def figure_payoff(data: dict[str, Any], reference: dict[str, Any] | None = None)
                 continue
             m = r["median_s"] * scale
             lo, hi = max(m - r["p10_s"] * scale, 0), max(r["p90_s"] * scale - m, 0)
-            ax.bar(i, m, 0.7, color=plots.color(b), yerr=[[lo], [hi]], capsize=4,
-                   label=plots.label(b) if w == names[0] else None)
+            ax.bar(i, m, 0.7, color=plots.color(b), yerr=[[lo], [hi]], capsize=4)  # named by its tick: no legend
             s = speedup(rows, b)
             if b != "torch_eager" and s is not None:
                 ax.text(i, m + hi, f"{s:.2f}×", ha="center", va="bottom", fontsize=14, fontweight="bold")
         ax.set_xticks(range(len(backends)), [TICKS.get(b, b) for b in backends], fontsize=12.5)
-        ax.set_ylabel(f"median per call ({unit})")
-        ax.set_ylim(0, top * scale * 1.45)
+        ax.set_ylabel(f"{unit} per call\n(median)")  # no taller than the axes: constrained layout keeps it inside
+        ax.set_ylim(0, top * scale * 1.3)  # room for the speedup above the tallest whisker
         _lean(ax, "y")
         ax.grid(axis="x", visible=False)
         ax.set_title(f"{w}\n{short_sizes(w, wd['params'])}", fontsize=14)
@@ -137,10 +136,9 @@ def figure_payoff(data: dict[str, Any], reference: dict[str, Any] | None = None)
             sp = [speedup(rr, b) for b in backends if b != "torch_eager"]
             who = _ref_name(reference).split(" ")[0]  # "H100"; the stamp below names it in full
             lines.append(f"{who} (recorded): {' / '.join(f'{s:.2f}×' if s else '—' for s in sp)}")
-        if lines:
-            ax.text(0.02, 0.98, "\n".join(lines), transform=ax.transAxes, ha="left", va="top", fontsize=11.5,
-                    color=plots.PALETTE["reference"])
-    fig.legend(loc="outside upper center", ncols=len(backends), fontsize=12, frameon=False)
+        if lines:  # under the bars' names, where no bar or label reaches (over the bars, a tall bar's label met it)
+            ax.set_xlabel("\n".join(lines), fontsize=plots.MIN_TEXT_PT, color=plots.PALETTE["reference"],
+                          loc="left", linespacing=1.1)
     plots.stamp_figure(fig, data, reference)
     return fig
 
@@ -236,7 +234,7 @@ def figure_predicted(data: dict[str, Any], reference: dict[str, Any] | None = No
     ys = list(range(len(pts)))[::-1]
     times = [q["predicted_s"] for q in pts] + [q["median_s"] for q in pts if q.get("median_s")]
     lo, hi = min(times) / 3, max(times) * 3
-    ref_label = f"recorded run, {_ref_name(reference)} (its sizes)" if reference is not None else ""
+    ref_label = f"recorded on {_ref_name(reference)} (its sizes)" if reference is not None else ""
     for y, q in zip(ys, pts):
         ax.scatter(q["predicted_s"], y, marker="D", s=60, color=plots.PALETTE["reference"], zorder=3,
                    label="predicted" if y == ys[0] else None)
@@ -244,7 +242,7 @@ def figure_predicted(data: dict[str, Any], reference: dict[str, Any] | None = No
             ax.plot([q["predicted_s"], q["median_s"]], [y, y], color="#999", lw=1.2, zorder=2)
             ax.scatter(q["median_s"], y, s=80, color=plots.color(q["backend"]), zorder=4,
                        marker=MARKERS.get(q["backend"], "o"))
-            tx.text(0.0, y, f"×{q['ratio']:.1f}", va="center", fontsize=12.5, fontweight="bold")
+            tx.text(0.0, y, f"×{q['ratio']:.1f}", va="center", fontsize=11.5, fontweight="bold")
         else:
             tx.text(0.0, y, q.get("error") or "not measured", va="center", fontsize=12, color="#b00020")
         r = next((p for p in (reference or {}).get("points", []) if p["workload"] == q["workload"]
@@ -267,21 +265,23 @@ def figure_predicted(data: dict[str, Any], reference: dict[str, Any] | None = No
         tx.text(0.19, sum(yy) / len(yy), textwrap.fill(why, 46), va="center", fontsize=11.5, linespacing=1.0)
         if len(yy) > 1:  # a bracket: the reason holds for every row it spans
             tx.plot([0.17, 0.17], [min(yy) - 0.3, max(yy) + 0.3], color="#999999", lw=1.5)
-    ax.set_yticks(ys, [f"{q['workload']} · {plots.label(q['backend'])}" for q in pts], fontsize=12)
+    ax.set_yticks(ys, [f"{q['workload']} · {plots.label(q['backend'])}" for q in pts], fontsize=11.5)
     ax.set_xscale("log")
     ax.set_xlim(lo, hi)
-    ax.set_ylim(-0.6, len(pts) - 0.4)
+    ax.set_ylim(-0.5, len(pts) - 0.5)
     _lean(ax, "x")  # the y ticks are the rows: every one labelled
-    ax.set_xlabel("seconds per call (log)")
-    pk = data["peaks"]
-    roofs = f"{_fmt_rate(pk['bandwidth']['bytes_per_s'], 'B/s')}, {_fmt_rate(peak_flops(pk, data['dtype']), 'FLOP/s')}"
-    ax.set_title(f"◆ max(FLOPs÷peak, bytes÷bandwidth) vs measured\n({data['dtype']}; roofs {roofs})", fontsize=14)
+    # nine rows of 11.5 pt labels need some 180 px above a footer of verdicts: one line of headings, the
+    # roofs in the legend's "predicted", the unit in the title and no x label
+    ax.set_title(f"{data['dtype']}: seconds per call (log)", fontsize=14)
     ax.grid(axis="y", visible=False)
     from matplotlib.lines import Line2D
 
+    pk = data["peaks"]
     handles, labels = ax.get_legend_handles_labels()
+    labels[0] = (f"predicted: max(FLOPs ÷ {_fmt_rate(peak_flops(pk, data['dtype']), 'FLOP/s')}, "
+                 f"bytes ÷ {_fmt_rate(pk['bandwidth']['bytes_per_s'], 'B/s')})")
     handles.insert(1, Line2D([], [], marker="o", ls="none", ms=8, color="#555555"))
-    labels.insert(1, "measured median (backend's colour)")
+    labels.insert(1, "measured (its colour)")
     # above both panels: inside the left one, a recorded run's third entry squeezed its axes
     fig.legend(handles, labels, loc="outside upper left", ncols=len(labels), fontsize=11.5, frameon=False,
                columnspacing=1.0, handletextpad=0.3)

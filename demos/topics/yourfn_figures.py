@@ -109,9 +109,9 @@ def _view_recompiles(fig, data: dict[str, Any]) -> None:
     guards = t.get("guards", [])
     fig.text(0.012, 0.915, f"guards on the first compile ({t.get('guard_count', len(guards))} checks)", fontsize=14,
              fontweight="bold", va="top")
-    plots.draw_code(fig, 0.012, 0.86, 0.43, 0.62, [f"• {g}" for g in guards] or ["(none logged)"], fontsize=11)
+    plots.draw_code(fig, 0.012, 0.86, 0.43, 0.62, [f"• {g}" for g in guards] or ["(none logged)"], fontsize=11.5)
     calls = (sw.get("torch") or {}).get("calls", [])
-    ax = fig.add_axes((0.58, 0.47, 0.4, 0.27))
+    ax = plots.add_axes(fig, (0.58, 0.47, 0.4, 0.27))
     colors = {"hit": GREEN, "static": RED, "dynamic": AMBER, "eager": GREY}
     jcalls = {c["size"]: c for c in (sw.get("jax") or {}).get("calls", [])}
     for k, c in enumerate(calls):
@@ -125,7 +125,7 @@ def _view_recompiles(fig, data: dict[str, Any]) -> None:
         ax.set_yticks([0, 1], ["jax.jit", "torch.compile"], fontsize=12)
     else:  # no jax.numpy twin: one row
         ax.set_yticks([1], ["torch.compile"], fontsize=12)
-    ax.set_xticks(range(len(calls)), [str(c["size"]) for c in calls], rotation=0, fontsize=11)
+    ax.set_xticks(range(len(calls)), [str(c["size"]) for c in calls], rotation=0, fontsize=11.5)
     ax.set_ylim(-0.6, 1.6)
     ax.grid(False)
     fig.text(0.47, 0.915, f"one call per size of dimension {sw.get('dim', 0)}", fontsize=14, fontweight="bold",
@@ -150,7 +150,7 @@ def _view_recompiles(fig, data: dict[str, Any]) -> None:
     if jcalls:
         misses = sum(c["miss"] for c in jcalls.values())
         lines.append(f"jax.jit: {misses} misses — each new shape is traced again")
-    plots.text_lines(fig, 0.47, 0.39, lines, step=0.055, fontsize=12.5)
+    plots.text_lines(fig, 0.47, 0.4, lines, step=0.05, fontsize=12.5)  # clear of the before → after lines
 
 
 def _jax_recompiles(fig, sw: dict[str, Any]) -> None:
@@ -168,11 +168,11 @@ def _jax_recompiles(fig, sw: dict[str, Any]) -> None:
         plots.text_lines(fig, 0.47, 0.8, [jx.get("error") or "no sweep (the function did not trace)"], fontsize=12.5,
                          color=RED if jx.get("error") else GREY)
         return
-    ax = fig.add_axes((0.58, 0.47, 0.4, 0.27))
+    ax = plots.add_axes(fig, (0.58, 0.47, 0.4, 0.27))
     for k, c in enumerate(calls):
         ax.scatter([k], [0], s=110, color=RED if c["miss"] else GREEN, marker="X" if c["miss"] else "o")
     ax.set_yticks([0], ["jax.jit"], fontsize=12)
-    ax.set_xticks(range(len(calls)), [str(c["size"]) for c in calls], fontsize=11)
+    ax.set_xticks(range(len(calls)), [str(c["size"]) for c in calls], fontsize=11.5)
     ax.set_ylim(-0.6, 0.6)
     ax.grid(False)
     ax.scatter([], [], color=GREEN, marker="o", label="hit")
@@ -183,13 +183,13 @@ def _jax_recompiles(fig, sw: dict[str, Any]) -> None:
     first = next((c["reason"] for c in calls[1:] if c["reason"]), "")
     lines = [f"{misses} compile{'s' * (misses != 1)} over {len(calls)} sizes"] + (
         textwrap.wrap(f"miss reason: {first}", 68)[:2] if first else [])
-    plots.text_lines(fig, 0.47, 0.39, lines, step=0.055, fontsize=12.5)
+    plots.text_lines(fig, 0.47, 0.4, lines, step=0.05, fontsize=12.5)  # clear of the before → after lines
 
 
 def _view_kernels(fig, data: dict[str, Any]) -> None:
     r, t = data["report"], data["report"]["torch"]
     j = r.get("jax") or {}
-    ax = fig.add_axes((0.06, 0.37, 0.34, 0.48))  # its two-line labels clear of the before → after lines
+    ax = plots.add_axes(fig, (0.06, 0.37, 0.34, 0.48))  # its two-line labels clear of the before → after lines
     names, vals, cols = [], [], []
     for name, v, c in (("eager\naten ops", t.get("eager_ops"), plots.color("torch_eager")),
                        ("Inductor\nkernels", t.get("kernels"), plots.color("torch_compile")),
@@ -209,10 +209,10 @@ def _view_kernels(fig, data: dict[str, Any]) -> None:
         fig.text(0.06, 0.22, f"+ library calls: {', '.join(sorted(set(libs)))[:60]}", fontsize=12.5, va="top")
     if t.get("skipped"):  # a function written with JAX alone: XLA's program instead
         fig.text(0.45, 0.915, "optimized HLO (XLA)", fontsize=14, fontweight="bold", va="top")
-        plots.draw_code(fig, 0.45, 0.86, 0.54, 0.66, j.get("hlo_excerpt") or [j.get("error") or "(none)"], fontsize=10.5)
+        plots.draw_code(fig, 0.45, 0.86, 0.54, 0.66, j.get("hlo_excerpt") or [j.get("error") or "(none)"], fontsize=11.5)
         return
     fig.text(0.45, 0.915, "generated code (Inductor)", fontsize=14, fontweight="bold", va="top")
-    plots.draw_code(fig, 0.45, 0.86, 0.54, 0.66, t.get("code_excerpt") or ["(none)"], fontsize=10.5)
+    plots.draw_code(fig, 0.45, 0.86, 0.54, 0.66, t.get("code_excerpt") or ["(none)"], fontsize=11.5)
 
 
 def _view_time(fig, data: dict[str, Any]) -> None:
@@ -220,9 +220,10 @@ def _view_time(fig, data: dict[str, Any]) -> None:
 
     r, t = data["report"], data["report"]["torch"]
     j = r.get("jax") or {}
-    ax = fig.add_axes((0.07, 0.3, 0.38, 0.55))
-    forms = [("torch eager", t.get("eager"), "torch_eager"), ("torch.compile", t.get("compiled"), "torch_compile"),
-             ("JAX op-by-op", j.get("op_by_op"), "jax_eager"), ("jax.jit", j.get("jit"), "jax_jit")]
+    ax = plots.add_axes(fig, (0.105, 0.37, 0.345, 0.48))  # room for the two-line labels, over the before → after lines
+    # two-line names: four of one line met each other under this narrow axes
+    forms = [("torch\neager", t.get("eager"), "torch_eager"), ("torch.\ncompile", t.get("compiled"), "torch_compile"),
+             ("JAX\nop-by-op", j.get("op_by_op"), "jax_eager"), ("jax.jit", j.get("jit"), "jax_jit")]
     forms = [f for f in forms if f[1]]
     med = [f[1]["median_s"] * 1e6 for f in forms]
     lo = [m - f[1]["p10_s"] * 1e6 for m, f in zip(med, forms)]
@@ -230,7 +231,7 @@ def _view_time(fig, data: dict[str, Any]) -> None:
     bars = ax.bar(range(len(forms)), med, yerr=[lo, hi], capsize=5, color=[plots.color(f[2]) for f in forms])
     ax.bar_label(bars, [fmt_seconds(m * 1e-6) for m in med], fontsize=12, padding=6)
     ax.set_xticks(range(len(forms)), [f[0] for f in forms], fontsize=11.5)
-    ax.set_ylabel("µs per call (median, p10–p90)")
+    ax.set_ylabel("µs per call\n(median, p10–p90)")
     ax.set_ylim(0, max(m + h for m, h in zip(med, hi)) * 1.3 if med else 1)
     x = 0.5
     if t.get("skipped"):  # a function written with JAX alone
@@ -295,7 +296,7 @@ def figure_grade(data: dict[str, Any], reference: dict[str, Any] | None = None):
         n = first + i
         code_ax.text(0, 0.9 - i * 0.068, f"{n:>2} {line[:52]}", va="top", transform=code_ax.transAxes,
                      color=plots.PALETTE["torch_eager"] if n in bad_lines else "#222222",
-                     family="monospace", fontsize=11)
+                     family="monospace", fontsize=11.5)
     ok = data["passed"]
     txt.text(0, 1.0, ("✓ all goals met" if ok else "✗ not yet") + f" — {data['title']}", fontsize=15,
              fontweight="bold", color="#1a7f37" if ok else "#b00020", va="top", transform=txt.transAxes)
@@ -303,7 +304,7 @@ def figure_grade(data: dict[str, Any], reference: dict[str, Any] | None = None):
     if (data.get("values") or {}).get("solution") == "shown":
         txt.text(0, y, "a solution:", fontsize=12.5, fontweight="bold", va="top", transform=txt.transAxes)
         for i, line in enumerate(data["solution_code"][:10]):
-            txt.text(0, y - 0.08 - i * 0.068, line[:60], family="monospace", fontsize=11, va="top",
+            txt.text(0, y - 0.08 - i * 0.068, line[:60], family="monospace", fontsize=11.5, va="top",
                      color=plots.PALETTE["torch_compile"], transform=txt.transAxes)
     else:
         for g in data["goals"]:
@@ -312,7 +313,7 @@ def figure_grade(data: dict[str, Any], reference: dict[str, Any] | None = None):
                      color="#1a7f37" if met else "#b00020", transform=txt.transAxes)
             y -= 0.085
             for p in g["problems"][:3]:
-                txt.text(0.03, y, p[:78], fontsize=10.5, va="top", color="#333333", transform=txt.transAxes)
+                txt.text(0.03, y, p[:78], fontsize=11.5, va="top", color="#333333", transform=txt.transAxes)
                 y -= 0.07
             y -= 0.02
         if not ok:
