@@ -123,7 +123,7 @@ def test_the_authoring_rules_name_only_checks_and_code_that_exist():
         assert re.search(rf"^{target}:", makefile, re.M), f"docs/authoring.md names make {target}"
     for key in ("width", "height", "theme", "autolaunch"):
         assert key in nt.RISE_SETTINGS
-    assert "1280×720" in text and (nt.RISE_SETTINGS["width"], nt.RISE_SETTINGS["height"]) == (1280, 720)
+    assert "the window's size" in text and (nt.RISE_SETTINGS["width"], nt.RISE_SETTINGS["height"]) == ("100%", "100%")
 
 
 

@@ -225,10 +225,11 @@ def test_a_clipped_label_is_found():
 def test_the_smallest_text_is_read_on_the_smallest_projector():
     """MIN_TEXT_PT is derived from the projectors the deck supports and the slide reveal.js lays out:
     the slide's size and margin are the deck's RISE settings, and a text of MIN_TEXT_PT is
-    MIN_SCREEN_PX on the smallest projector's screen (1024×768: the slide at 0.768, 11.25 pt)."""
+    MIN_SCREEN_PX on the smallest projector's screen (1024×768: the slide at 0.768, 11.25 pt). The
+    slideshow's slide is the window (RISE_SETTINGS: "100%"); the export lays out SLIDE_PX."""
     from demos.deck.nbtools import RISE_SETTINGS
 
-    assert plots.SLIDE_PX == (RISE_SETTINGS["width"], RISE_SETTINGS["height"])
+    assert plots.SLIDE_PX == (1280, 720) and (RISE_SETTINGS["width"], RISE_SETTINGS["height"]) == ("100%", "100%")
     assert plots.REVEAL_MARGIN == RISE_SETTINGS["margin"]
     assert plots.screen_scale(*plots.SLIDE_PX) == pytest.approx(1 - plots.REVEAL_MARGIN)
     smallest = min(plots.PROJECTORS, key=lambda wh: plots.screen_scale(*wh))

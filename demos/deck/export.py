@@ -223,7 +223,9 @@ def to_slides_html(nb, out_dir: Path, name: str) -> Path:
     from nbconvert import SlidesExporter
 
     rise = dict(nb.metadata.get("rise", {}))
-    width, height = int(rise.get("width", 1280)), int(rise.get("height", 720))
+    from demos.engine.plots import SLIDE_PX
+
+    width, height = SLIDE_PX  # the slideshow's slide is the window; an export's is this, scaled to the page
     margin = float(rise.get("margin", 0.04))
     a = ASSETS_DIR
     exporter = SlidesExporter(

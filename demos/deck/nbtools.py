@@ -22,8 +22,12 @@ SLIDES_DIR = PROJECT_ROOT / "slides"
 RISE_SETTINGS: dict[str, Any] = {
     "theme": "white",
     "transition": "none",
-    "width": 1280,
-    "height": 720,
+    # the slide is the window, as RISE's own default: with a pixel size (1280×720) reveal.js scales
+    # the slide up on a larger window while RISE's page keeps the slides' box at the window's size,
+    # so on a 1920×1080 projector the content was drawn 1.44× and cut off at every edge. The exported
+    # HTML and PDF lay out a 1280×720 slide (plots.SLIDE_PX, this margin) and scale it.
+    "width": "100%",
+    "height": "100%",
     "margin": 0.04,
     "scroll": False,
     "enable_chalkboard": False,

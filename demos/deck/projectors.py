@@ -23,6 +23,10 @@ def misfits(readings: list[tuple[str, str, dict]]) -> list[str]:
             if r.get("bottom", 0) > h + SLACK_PX or r.get("right", 0) > w + SLACK_PX:
                 out.append(f"{part} slide {num} at {size}: content reaches x={r.get('right', 0):.0f}, "
                            f"y={r.get('bottom', 0):.0f} on a {w}×{h} slide")
+            s, vw, vh = r.get("screen"), r.get("vw") or w, r.get("vh") or h
+            if s and (s[0] < -SLACK_PX or s[1] < -SLACK_PX or s[2] > vw + SLACK_PX or s[3] > vh + SLACK_PX):
+                out.append(f"{part} slide {num} at {size}: content drawn from ({s[0]:.0f}, {s[1]:.0f}) to "
+                           f"({s[2]:.0f}, {s[3]:.0f}), cut off by the {vw}×{vh} window")
             px = r.get("figure_min_px")
             if px is not None and px < plots.MIN_SCREEN_PX - 0.05:
                 out.append(f"{part} slide {num} at {size}: figure text drawn at {px:.1f} px on the screen "

@@ -32,7 +32,8 @@ TARGET_S = 3.0  # issue 14: after `make warm`, a live slide shows its figure wit
 OUT = PROJECT_ROOT / "build" / "walk"
 
 # The current slide: its id, the slide number, how far its content reaches (in slide pixels,
-# undoing reveal's scale) and any error output on it.
+# undoing reveal's scale; and on the screen, ``screen``: left, top, right, bottom against the
+# window's ``vw`` × ``vh``) and any error output on it.
 CURRENT = """() => {
   const slides = document.querySelector('.reveal .slides');
   const box = slides.getBoundingClientRect();
@@ -41,11 +42,14 @@ CURRENT = """() => {
       .filter(s => !s.classList.contains('stack'))[0];
   if (!sec) return null;
   let bottom = 0, right = 0;
+  const screen = [Infinity, Infinity, -Infinity, -Infinity];
   for (const c of sec.querySelectorAll('.jp-Cell')) {
     const r = c.getBoundingClientRect();
     if (r.height === 0 || getComputedStyle(c).display === 'none') continue;
     bottom = Math.max(bottom, (r.bottom - box.top) / scale);
     right = Math.max(right, (r.right - box.left) / scale);
+    screen[0] = Math.min(screen[0], r.left); screen[1] = Math.min(screen[1], r.top);
+    screen[2] = Math.max(screen[2], r.right); screen[3] = Math.max(screen[3], r.bottom);
   }
   const errors = [...sec.querySelectorAll(
       '.jp-OutputArea-output[data-mime-type="application/vnd.jupyter.stderr"], .jitdeck-error')]
@@ -58,6 +62,7 @@ CURRENT = """() => {
       .map(i => i.getBoundingClientRect().width / i.naturalWidth);
   return {id: sec.id, num: num.replace(/\\s+/g, ''), bottom, right, errors, prompts,
           width: slides.offsetWidth, height: slides.offsetHeight, scale,
+          screen: isFinite(screen[0]) ? screen : null, vw: window.innerWidth, vh: window.innerHeight,
           figure_scale: figures.length ? Math.min(...figures) : null};
 }"""
 
@@ -144,8 +149,13 @@ def at_projectors(page, settle_s: float = 0.3) -> dict[str, dict]:
     try:
         for w, h in plots.PROJECTORS:
             page.set_viewport_size({"width": w, "height": h})
-            page.wait_for_timeout(settle_s * 1000)  # reveal lays out on the window's resize event
-            cur = page.evaluate(CURRENT) or {}
+            cur, last = None, {}
+            for _ in range(20):  # reveal lays out on the window's resize event, a moment later: read it settled
+                page.wait_for_timeout(settle_s * 1000)
+                cur = page.evaluate(CURRENT) or {}
+                if cur == last:
+                    break
+                last = cur
             fs = cur.get("figure_scale")
             cur["figure_min_px"] = None if fs is None else fs * plots.MIN_TEXT_PT * plots.DPI / 72
             out[f"{w}x{h}"] = cur

@@ -42,13 +42,13 @@ SLIDE_SIZE = (12.2, 4.3)  # inches at dpi 100 (1220×430 px): shown 1:1 (the the
 # the slide and 1.04 pt in the PDF (1280 px → 998 pt): 13 pt tick labels are 18 px / 13.5 pt
 DPI = 100
 
-# The slide reveal.js lays out (demos.deck.nbtools.RISE_SETTINGS' width, height and margin, which
-# tests/test_figure_slots.py checks agree), and the projectors the deck is shown on. Scaled as reveal
-# scales a slide to the window (its margin kept: the exported HTML), a figure on a 4:3 lecture-hall
-# projector (1024×768) shows 0.768 screen px per px of its own: the smallest scale the figures are
-# designed for. RISE's slideshow does not scale the slide, it is the window; there a figure shrinks
-# to the width it gets, 0.82 at 1024×768 (the browser walk reads the scale each figure really has and
-# fails under MIN_SCREEN_PX: demos.deck.walk.at_projectors).
+# The slide the exported HTML lays out (demos.deck.export: this size, with the margin of
+# demos.deck.nbtools.RISE_SETTINGS, which tests/test_figure_slots.py checks agree), and the
+# projectors the deck is shown on. Scaled as reveal scales that slide to the window (its margin
+# kept), a figure on a 4:3 lecture-hall projector (1024×768) shows 0.768 screen px per px of its
+# own: the smallest scale the figures are designed for. RISE's slideshow does not scale the slide,
+# it is the window; there a figure shrinks to the width it gets, 0.82 at 1024×768 (the browser walk
+# reads the scale each figure really has and fails under MIN_SCREEN_PX: demos.deck.walk.at_projectors).
 SLIDE_PX = (1280, 720)
 REVEAL_MARGIN = 0.04
 PROJECTORS = ((1024, 768), (1280, 720), (1920, 1080))
