@@ -16,7 +16,7 @@ import pytest
 
 from demos.deck import present
 from demos.engine.errors import DemoError
-from demos.deck.nbtools import parts
+from demos.deck.nbtools import RISE_SETTINGS, parts
 from demos.engine.plots import PALETTE
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -315,7 +315,10 @@ def test_each_part_ends_with_a_link_to_the_next():
 def test_parts_use_the_deck_slideshow_settings():
     for p in parts():
         rise = nbformat.read(str(p), as_version=4).metadata.get("rise", {})
-        assert rise.get("width") == 1280 and rise.get("height") == 720, p.name
+        # the slide is the window (RISE's default): a pixel size made reveal scale the slide past a
+        # 1920×1080 projector's edges while RISE kept the slides' box at the window
+        assert rise.get("width") == "100%" and rise.get("height") == "100%", p.name
+        assert rise == RISE_SETTINGS, p.name
         assert rise.get("theme") == "white", f"{p.name}: only 'white' fetches no web fonts"
 
 

@@ -63,6 +63,35 @@ def test_the_h100_records_compiled_chain_is_host_time_per_call():
         assert all(explain(p, "cuda") == "near the compute roof" for p in gemms)
 
 
+def test_every_reason_fits_its_row_beside_any_other(monkeypatch):
+    """The reasons column of the predicted figure: each reason is one line, so rows that a
+    measurement gives different reasons never overlap (two-line reasons in neighbouring rows did, on
+    a busy CI run whose timings moved the MLP block's row off the roof)."""
+    import textwrap
+
+    from demos.engine import plots
+    from demos.engine.results import reference_for
+    from demos.topics import roofline_figures
+    from demos.topics.roofline_points import WHY, WHY_CHARS
+
+    reasons = [w.format(bound="compute") for w in WHY.values()] + ["near the memory roof"]
+    assert all("\n" not in textwrap.fill(w, WHY_CHARS) for w in reasons), reasons
+    rec = reference_for("roofline", "predicted")
+    assert rec is not None
+    sec = rec.sections["roofline"]["predicted"]
+    rows = [q for q in sec["points"] if q.get("median_s")]
+    assert len(rows) >= 2
+    for order in (reasons, reasons[::-1]):
+        given = iter(order * len(rows))
+        monkeypatch.setattr(roofline_figures, "explain", lambda q, device=None: next(given))
+        fig = roofline_figures.figure_predicted({**sec, "points": rows}, None)
+        shown = {t.get_text() for t in fig.axes[1].texts}
+        assert set(order[:len(rows)]) <= shown, shown  # every row its own reason, each one drawn
+        assert not plots.texts_overlapping(fig), order
+        assert not plots.texts_outside(fig) and not plots.texts_too_small(fig), order
+        plots.plt.close(fig)
+
+
 def test_sizes_map_onto_workloads_and_refuse_nonsense():
     s = rf.payoff_defaults("cpu")
     assert rf.workload_params("chain", s, "cpu") == {"N": s["N"]}

@@ -10,7 +10,7 @@ from typing import Any
 from demos.engine import plots
 from demos.engine.peaks import peak_flops, ridge, spec_sheet
 from demos.engine.timing import fmt_seconds
-from demos.topics.roofline_points import explain
+from demos.topics.roofline_points import WHY_CHARS, explain
 
 TICKS = {"torch_eager": "eager", "torch_compile": "compile", "jax_jit": "jax.jit"}
 MARKERS = {"torch_eager": "o", "torch_compile": "s", "jax_jit": "D"}
@@ -262,7 +262,7 @@ def figure_predicted(data: dict[str, Any], reference: dict[str, Any] | None = No
             else:
                 runs.append([[y], why])
     for yy, why in runs:
-        tx.text(0.19, sum(yy) / len(yy), textwrap.fill(why, 46), va="center", fontsize=11.5, linespacing=1.0)
+        tx.text(0.19, sum(yy) / len(yy), textwrap.fill(why, WHY_CHARS), va="center", fontsize=11.5, linespacing=1.0)
         if len(yy) > 1:  # a bracket: the reason holds for every row it spans
             tx.plot([0.17, 0.17], [min(yy) - 0.3, max(yy) + 0.3], color="#999999", lw=1.5)
     ax.set_yticks(ys, [f"{q['workload']} · {plots.label(q['backend'])}" for q in pts], fontsize=11.5)

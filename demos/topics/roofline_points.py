@@ -44,28 +44,39 @@ def host_per_call(device: str | None) -> float:
     return HOST_PER_CALL_S["cpu" if device in (None, "cpu") else "gpu"]
 
 
+# The reasons the figure prints, each on one line of its column: two-line reasons in neighbouring
+# rows overlapped wherever a measurement gave them different reasons (tests/test_roofline.py draws
+# every pair of them side by side)
+WHY = {
+    "cache": "faster than the model: data stayed in cache",
+    "roof": "near the {bound} roof",
+    "host": "host time per call (Python, launch) dominates",
+    "fused_math": "tanh/exp/sin: many FLOPs each, model counts 1",
+    "eager_math": "per-op passes + transcendental math",
+    "mlp_block": "LayerNorm, GELU run far below the GEMM peak",
+    "two_matmuls": "GEMMs this small run below the big-GEMM peak",
+    "other": "below both roofs",
+}
+WHY_CHARS = 46  # the column's width in characters (roofline_figures.figure_predicted wraps there)
+
+
 def explain(pt: dict[str, Any], device: str | None = None) -> str:
-    """Why measured and predicted differ (one short phrase for the figure). ``device`` (else the
-    point's own, else a CPU) sets how much host time a call may cost: a point over twice its
-    prediction by no more than that is host time per call, whatever its FLOPs."""
+    """Why measured and predicted differ (one short phrase for the figure, from :data:`WHY`).
+    ``device`` (else the point's own, else a CPU) sets how much host time a call may cost: a point
+    over twice its prediction by no more than that is host time per call, whatever its FLOPs."""
     r = pt.get("ratio")
     if r is None:
         return pt.get("error") or "not measured"
     if r < 0.7:
-        return "faster than the model: the data stayed in cache"
+        return WHY["cache"]
     if r <= 2.0:
-        return f"near the {pt['bound']} roof"
+        return WHY["roof"].format(bound=pt["bound"])
     if pt["median_s"] - pt["predicted_s"] <= host_per_call(device or pt.get("device")):
-        return "host time per call (Python, dispatch, launch) dominates"
+        return WHY["host"]
     w, fused = pt["workload"], is_fused(pt["backend"])
     if w in ("chain", "complex_activation"):
-        return ("tanh/exp/sin cost many FLOPs each; the model counts 1" if fused
-                else "per-op passes + transcendental math")
-    if w == "mlp_block":
-        return "LayerNorm reductions and GELU run far below the GEMM peak"
-    if w == "two_matmuls":
-        return "GEMMs this small run below the big-GEMM peak"
-    return "below both roofs"
+        return WHY["fused_math" if fused else "eager_math"]
+    return WHY.get(w, WHY["other"])
 
 
 # =======================================================================================
