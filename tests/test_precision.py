@@ -17,6 +17,13 @@ X86_AMX = "processor\t: 0\nflags\t\t: fpu sse2 avx2 avx512f avx512bw avx512_bf16
 X86_AVX512_BF16 = "processor\t: 0\nflags\t\t: fpu sse2 avx2 avx512f avx512bw avx512_bf16\n"
 X86_AVX2 = "processor\t: 0\nflags\t\t: fpu sse2 avx2 fma\n"
 ARM_BF16 = "processor\t: 0\nFeatures\t: fp asimd sve bf16 i8mm\n"
+# oneDNN's verbose lines for a bfloat16 GEMM, in the format oneDNN 3.12 prints here for the kernels it
+# does run (a convolution): faked, this CPU has no AMX. The AMX implementation is the one ONEDNN_VERBOSE
+# named on the Intel Xeon VM (issue 58); the capped one stands for any implementation without AMX
+_LINE = ("onednn_verbose,v1,primitive,exec,cpu,matmul,{},undef,src:bf16::blocked:ab::f0 wei:bf16::blocked:ab::f0 "
+         "dst:bf16::blocked:ab::f0,attr-scratchpad:user,,512x512:512x512,0.1\n")
+ONEDNN_AMX = "onednn_verbose,v1,info,cpu,isa:Intel AVX-512 with Intel AMX\n" + _LINE.format("brg_matmul:avx10_1_512_amx")
+ONEDNN_CAPPED = "onednn_verbose,v1,info,cpu,isa:Intel AVX2\n" + _LINE.format("brg_matmul:avx2")
 
 
 @pytest.fixture(scope="module")
@@ -73,11 +80,38 @@ def test_bfloat16_arithmetic_is_read_from_the_cpu_flags():
     assert bf16_matmul_units(X86_AVX2) is False
     assert bf16_matmul_units(ARM_BF16) is True
     assert bf16_matmul_units("") is None  # no flags to read (not Linux): unknown, not "no"
-    # matrix units: AMX, not the dot products of AVX512_BF16 or Arm's BF16
-    assert bf16_matrix_units(X86_AMX) is True
+    # matrix units: AMX where oneDNN runs the GEMM on it, not the dot products of AVX512_BF16 or Arm's BF16
+    assert bf16_matrix_units(X86_AMX, ONEDNN_AMX) is True
+    assert bf16_matrix_units(X86_AMX, ONEDNN_CAPPED) is False  # the flag shows, the library is capped
+    assert bf16_matrix_units(X86_AMX, "") is False  # torch did not hand the GEMM to oneDNN
     assert bf16_matrix_units(X86_AVX512_BF16) is False
     assert bf16_matrix_units(ARM_BF16) is False
     assert bf16_matrix_units("") is None
+
+
+def test_amx_counts_where_onednn_runs_on_it_not_where_the_cpu_advertises_it(monkeypatch):
+    """`check --as avx2` caps oneDNN at AVX2 (demos.deck.matrix.AVX2): on an AMX machine its bfloat16
+    GEMMs are then emulated, and the lever claim does not apply. The probe is real: torch's own
+    bfloat16 GEMM under ONEDNN_VERBOSE in a fresh process with the cap, on this CPU; only the flag is faked."""
+    from demos.deck.matrix import AVX2
+
+    monkeypatch.setenv("ONEDNN_MAX_CPU_ISA", AVX2["ONEDNN_MAX_CPU_ISA"])
+    ran = matmul_units.onednn_bf16_gemm()
+    assert ran is not None and not any("amx" in i for i in ran), ran
+    assert bf16_matrix_units(X86_AMX) is False
+    why = matmul_units.amx_withheld(X86_AMX)
+    assert why.startswith("this CPU advertises AMX, but ") and why.endswith("(ONEDNN_MAX_CPU_ISA=AVX2)"), why
+    assert matmul_units.amx_withheld(X86_AMX, ONEDNN_CAPPED) == \
+        "this CPU advertises AMX, but oneDNN runs them as brg_matmul:avx2 (ONEDNN_MAX_CPU_ISA=AVX2)"
+    assert matmul_units.amx_withheld(X86_AMX, ONEDNN_AMX) is None
+    assert matmul_units.amx_withheld(X86_AVX2) is None
+    # the reason reaches the footer: the claim does not apply, and says why
+    lever = topic.lever_claims["lever"]
+    d = {"device": "cpu", "params": {"D": 256, "H": 1024}, "rows": {"bfloat16": {"torch_eager": {"distance": 1e-2}}},
+         "bf16_matrix_units": False, "bf16_units_withheld": matmul_units.amx_withheld(X86_AMX, ONEDNN_CAPPED),
+         "bf16_gemm_speedup": 0.05}
+    v = lever.verdict(d)
+    assert v.status == "does not apply" and "oneDNN runs them as brg_matmul:avx2" in v.condition, v.condition
 
 
 def test_tensor_cores_are_bfloat16_matrix_units_from_ampere(monkeypatch):

@@ -7,6 +7,10 @@ precision's row is empty on this device, and whether its claim about bfloat16's 
 from __future__ import annotations
 
 import contextlib
+import functools
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 from demos.engine.devices import cuda_capability, dtype_supported, require_torch, torch_device
@@ -65,12 +69,18 @@ def bf16_matmul_units(cpuinfo: str | None = None) -> bool | None:
     return None if flags is None else bool(flags & {"avx512_bf16", "amx_bf16", "bf16"})
 
 
-def bf16_matrix_units(cpuinfo: str | None = None) -> bool | None:
+def bf16_matrix_units(cpuinfo: str | None = None, onednn: str | None = None) -> bool | None:
     """Does the device torch measures on multiply bfloat16 matrices on matrix units, many times its
     float32 rate: an NVIDIA GPU's tensor cores from compute capability 8.0 (A100, H100), or an x86
-    CPU's AMX (the ``amx_bf16`` flag)? Dot-product instructions (AVX512_BF16, Arm's BF16) are not:
-    they measured 4–5× float32 on an AMD EPYC VM. None where this cannot be read (another GPU
-    backend, a CPU whose flags cannot be read)."""
+    CPU's AMX where oneDNN runs torch's bfloat16 GEMMs on it? Dot-product instructions
+    (AVX512_BF16, Arm's BF16) are not: they measured 4–5× float32 on an AMD EPYC VM. None where
+    this cannot be read (another GPU backend, a CPU whose flags cannot be read, a probe that failed).
+
+    On a CPU the ``amx_bf16`` flag is what the CPU advertises, not what the library runs: with
+    oneDNN capped (``ONEDNN_MAX_CPU_ISA=AVX2``, ``check --as avx2``), or tiles the kernel does not
+    grant, bfloat16 GEMMs are emulated and slow while the flag still shows. So where the flag
+    shows, the GEMM oneDNN runs decides (:func:`onednn_bf16_gemm`; ``onednn``: its verbose text,
+    given by tests)."""
     device = torch_device()
     if device == "cuda":
         cc = cuda_capability()
@@ -78,4 +88,64 @@ def bf16_matrix_units(cpuinfo: str | None = None) -> bool | None:
     if device != "cpu":
         return None
     flags = _cpu_flags(cpuinfo)
-    return None if flags is None else "amx_bf16" in flags
+    if flags is None:
+        return None
+    if "amx_bf16" not in flags:
+        return False
+    impls = onednn_bf16_gemm(onednn)
+    return None if impls is None else any("amx" in i for i in impls)
+
+
+def amx_withheld(cpuinfo: str | None = None, onednn: str | None = None) -> str | None:
+    """Why a CPU that advertises AMX does not multiply bfloat16 on it here, in one line (None: it
+    does, or it advertises none, or this is no CPU)."""
+    if torch_device() != "cpu" or "amx_bf16" not in (_cpu_flags(cpuinfo) or set()):
+        return None
+    impls = onednn_bf16_gemm(onednn)
+    if impls is None or any("amx" in i for i in impls):
+        return None
+    cap = os.environ.get("ONEDNN_MAX_CPU_ISA") or os.environ.get("DNNL_MAX_CPU_ISA")
+    ran = f"oneDNN runs them as {', '.join(impls)}" if impls else "torch does not hand them to oneDNN"
+    return f"this CPU advertises AMX, but {ran}" + (f" (ONEDNN_MAX_CPU_ISA={cap})" if cap else "")
+
+
+# a bfloat16 GEMM and a linear layer of the MLP block's kind, each large enough for oneDNN's
+# blocked kernels, run with ONEDNN_VERBOSE=1 in a fresh process in this environment
+_PROBE = ("import torch; import torch.nn.functional as F; "
+          "a = torch.randn(512, 512, dtype=torch.bfloat16); a @ a; F.linear(a, a)")
+PROBE_TIMEOUT_S = 120
+
+
+def onednn_bf16_gemm(verbose: str | None = None) -> tuple[str, ...] | None:
+    """The implementations oneDNN runs torch's bfloat16 GEMMs with in this environment, as its
+    verbose mode names them (``brg_matmul:avx10_1_512_amx``, ``brg_matmul:avx2``…); () where torch
+    did not call oneDNN (its own kernels); None where the probe failed. ``verbose``: a probe's
+    output to read instead of running one (tests)."""
+    if verbose is None:
+        verbose = _probe_onednn(os.environ.get("ONEDNN_MAX_CPU_ISA", ""), os.environ.get("DNNL_MAX_CPU_ISA", ""))
+        if verbose is None:
+            return None
+    impls: list[str] = []
+    for line in verbose.splitlines():
+        fields = line.strip().split(",")
+        if not fields[0].startswith(("onednn_verbose", "dnnl_verbose")) or "exec" not in fields:
+            continue
+        i = fields.index("exec")
+        # exec, engine, primitive kind, implementation, …, the memory descriptors (bf16 in one)
+        if len(fields) > i + 3 and fields[i + 2] in ("matmul", "inner_product") and "bf16" in line:
+            if fields[i + 3] not in impls:
+                impls.append(fields[i + 3])
+    return tuple(impls)
+
+
+@functools.lru_cache(maxsize=None)
+def _probe_onednn(max_isa: str, dnnl_max_isa: str) -> str | None:
+    """oneDNN's verbose output for :data:`_PROBE`, once per ISA cap (the arguments: the caps the
+    probe inherits); None where it could not run."""
+    env = {**os.environ, "ONEDNN_VERBOSE": "1"}
+    try:
+        out = subprocess.run([sys.executable, "-c", _PROBE], env=env, capture_output=True, text=True,
+                             timeout=PROBE_TIMEOUT_S)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return out.stdout if out.returncode == 0 else None

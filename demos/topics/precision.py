@@ -30,7 +30,8 @@ from demos.deck import asks
 from demos.deck.claims import Claim, Claims, regime
 from demos.deck.demo import Choice, Configs, Demo, Reported
 from demos.engine.devices import device_kind, dtype_problem, dtype_supported, require_torch, torch_device
-from demos.engine.matmul_units import bf16_matmul_units, bf16_matrix_units, matmul_precision, tf32_problem
+from demos.engine.matmul_units import (amx_withheld, bf16_matmul_units, bf16_matrix_units, matmul_precision,
+                                      tf32_problem)
 from demos.engine.errors import one_line
 from demos.engine.measurement import Run
 from demos.engine.peaks import oom_is_one_line
@@ -151,7 +152,8 @@ def measure_lever(run: Run, batch: int | None = None, budget_s: float = 0.1) -> 
     rows = {r: rows[r] for r in ROWS}  # in the slide's order
     B, S, D, H = (params[k] for k in "BSDH")
     return {"device": device, "params": params, "rows": rows, "bf16_units": bf16_matmul_units(),
-            "bf16_matrix_units": bf16_matrix_units(), "bf16_gemm_speedup": gemm,
+            "bf16_matrix_units": bf16_matrix_units(), "bf16_units_withheld": amx_withheld(),
+            "bf16_gemm_speedup": gemm,
             "reference_tokens": min(S, REFERENCE_TOKENS),
             "extra": f"mlp_block B,S,D,H = {B},{S},{D},{H}; float32 inputs (cast for the bfloat16 row)"}
 
@@ -231,7 +233,8 @@ def _same_sums(d: dict) -> tuple[bool, str]:
 
 def _matrix_units(d: dict) -> tuple[bool | None, str]:
     """The lever claim's condition: the measured device multiplies bfloat16 matrices on matrix
-    units (tensor cores, AMX), read when it was measured; the GEMM ratio it measured beside it.
+    units (tensor cores; AMX where oneDNN runs the GEMMs on it, not where the CPU merely advertises
+    it), read when it was measured; the GEMM ratio it measured beside it.
     A device fact, not the ratio against a bound: on a 2-core VM shared with a busy process the
     ratio measured 4.3–4.6× alone and up to 11× beside it (the other process slowed float32's GEMM more)."""
     units = d["bf16_matrix_units"]  # a record made before it was read: "not measured"
@@ -241,8 +244,10 @@ def _matrix_units(d: dict) -> tuple[bool | None, str]:
         return None, "whether this device has bfloat16 matrix units could not be read" + ran
     if units:
         return True, "bfloat16 runs on matrix units here (tensor cores, AMX)" + ran
-    return False, ("no bfloat16 matrix units here (tensor cores, AMX): bfloat16 saves bytes more than "
-                   "arithmetic" + ran)
+    withheld = d.get("bf16_units_withheld")
+    return False, ((f"{withheld}: bfloat16 is emulated" if withheld else
+                    "no bfloat16 matrix units here (tensor cores, AMX): bfloat16 saves bytes more than arithmetic")
+                   + ran)
 
 
 _matrix_units.measures = True  # read with the measurement: the footer states it
