@@ -1,5 +1,6 @@
-"""The speaker notes quote the committed H100 record: a figure they give for it that the record
-does not hold fails here, as a threshold no claim declares fails test_claims.py."""
+"""The speaker notes quote the committed records, the H100's and the CPUs': a figure they give for
+one that the record does not hold fails here, as does a CPU figure typed in without a record, as a
+threshold no claim declares fails test_claims.py."""
 from __future__ import annotations
 
 import copy
@@ -63,3 +64,38 @@ def test_the_benchmark_tables_figures_count_only_where_a_paragraph_names_the_tab
     assert quotes.unheld([("c", "H100 record: as written 79 µs.", demo)], table) == ["c: '79 µs' (79 µs)"]
     assert quotes.unheld([("c", "H100 record's benchmark table: eager 79 µs.", demo)], table) == []
     assert quotes.unheld([("c", "H100 record: as written 98 µs.", demo)], table) == []
+
+
+def test_a_cpu_figure_comes_from_a_named_record_or_fails():
+    """A CPU figure typed into a note went stale when the code changed (issue 58: a note said the
+    Intel Xeon VM's bfloat16 lost, where its record shows it winning): a paragraph about a CPU may
+    quote a measured figure only from a record it names."""
+    cpu = {"Intel Xeon record": [1.97e-3, 3.66e-3, 5.57], "AMD EPYC record": []}
+    typed = "**On a CPU:** bfloat16 eager took 7.2 ms against float32 compiled's 4.2 ms."
+    assert quotes.unheld([("c", typed, [])], cpu=cpu) == [
+        f"c: '{t}' is a CPU figure no record holds: quote it from one (Intel Xeon record or AMD EPYC record)"
+        for t in ("7.2 ms", "4.2 ms")]
+    named = "**On a CPU:** Intel Xeon record: bfloat16 eager 1.97 ms against float32 compiled 3.66 ms, GEMM 5.6×."
+    assert quotes.unheld([("c", named, [])], cpu=cpu) == []
+    assert quotes.unheld([("c", named.replace("1.97", "1.79"), [])], cpu=cpu) == ["c: '1.79 ms' (1.79 ms)"]
+    assert quotes.unheld([("c", named.replace("Intel Xeon", "AMD EPYC"), [])], cpu=cpu) != []  # another record's
+    # counts are laws, a wait is what a viewer should expect at a control; neither is a measurement
+    assert quotes.unheld([("c", "**On a CPU:** 6 aten ops become 1 fused kernel.", [])], cpu=cpu) == []
+    assert quotes.unheld([("c", "**If slow:** ~5 s on a CPU the first time.", [])], cpu=cpu) == []
+    assert quotes.unheld([("c", typed, [])]) == []  # without the CPU records: the H100 check alone
+
+
+def test_a_note_misquoting_a_cpu_record_is_caught():
+    rec = quotes.cpu_record("Intel Xeon record")
+    assert rec is not None and "Xeon" in rec.machine["cpu"] and not rec.is_gpu
+    planted = [("03", "bfloat16 eager 1.97 ms", "bfloat16 eager 2.97 ms"),
+               ("06", "whole stack 16.0 s, regional\n7.8 s", "whole stack 16.0 s, regional\n8.7 s"),
+               ("05", "8.89 s cold", "9.89 s cold")]
+    for part, right, wrong in planted:
+        path = next(p for p in PARTS if p.name.startswith(part))
+        nb = copy.deepcopy(nbformat.read(str(path), as_version=4))
+        cells = [c for c in nb.cells if right in c.source]
+        assert len(cells) == 1, (part, right)
+        cells[0].source = cells[0].source.replace(right, wrong)
+        found = quotes.part_problems(nb, part)
+        assert len(found) == 1 and wrong.split()[-2] in found[0], (right, wrong, found)

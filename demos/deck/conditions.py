@@ -89,7 +89,8 @@ def rounding_bound(dtype: str, n: int, sums: int = 1) -> float:
     """How far two evaluation orders of the same computation may drift apart, relative to the
     size of its terms: an n-term sum in either order errs by at most γ_n ≈ n·u of Σ|terms|
     (Higham, Accuracy and Stability of Numerical Algorithms, §3.1), so two orders differ by at
-    most 2·n·u, and ``sums`` such sums in a row add theirs."""
+    most 2·n·u of Σ|terms|, and ``sums`` such sums in a row add theirs. For a chain of n
+    roundings the same 2·n·u is a first-order estimate, not a bound (:func:`rounding_text`)."""
     return 2 * n * unit_roundoff(dtype) * sums
 
 
@@ -97,7 +98,8 @@ def rounding_text(dtype: str, n: int, sums: int = 1, what: str = "terms") -> str
     """The one line a slide states for :func:`rounding_bound` (``what``: "terms" of a sum, or
     "roundings" along a chain of ops)."""
     lead = f"{sums} sums of {n} {what}" if sums != 1 else f"{n} {what} on the longest path"
-    return (f"{dtype}, {lead}: two orders differ by at most 2·n·u{'·' + str(sums) if sums != 1 else ''}"
+    within = "within about" if "roundings" in what else "differ by at most"
+    return (f"{dtype}, {lead}: two orders {within} 2·n·u{'·' + str(sums) if sums != 1 else ''}"
             f" = {rounding_bound(dtype, n, sums):.2g}")
 
 

@@ -1,4 +1,4 @@
-"""The speaker notes quote the H100 record: every figure they give for it must be in it.
+"""The speaker notes quote committed records: every figure they give for one must be in it.
 
 A note paragraph that names the H100 record ("H100 record: eager 367 µs, torch.compile 110 µs")
 states figures measured there. :func:`unheld` reads each figure of such a paragraph (a number
@@ -7,6 +7,13 @@ record, as the record stores it: a time in seconds is quoted in µs, ms or s, by
 a bandwidth in TB/s or GB/s, a ratio as stored, or as the ratio of two figures quoted in the same
 paragraph (1.51 ms → 1.61 ms gives 0.94×). A figure matches when the stored value rounds to it
 at the precision quoted; "~" or "about" allows 10 %.
+
+The CPU records are quoted the same way: a paragraph that names the "Intel Xeon record" or the
+"AMD EPYC record" is read against that record (the newest CPU record in assets/results whose CPU
+is one). A paragraph about a CPU that names none may quote no measured figure (a time, a ratio,
+a rate): a CPU figure typed into a note goes stale with the code, and no test could see it.
+Counts are laws, the same on every CPU, and a paragraph led by "If slow" gives the wait a viewer
+should expect at a control, not a measurement.
 
 Left out, as they are not measurements: sizes (``N=2^24``, ``B=256``, ``12 layers``,
 ``8 × 512``, powers of two), the seed's figures (a clause that names the seed) and the claims'
@@ -44,7 +51,7 @@ def quoted(par: str) -> list[tuple[str, float, str, bool]]:
     """(the text, the number, its unit, approximate?) for each figure a paragraph quotes."""
     out = []
     for clause in _clauses(par):
-        if re.search(r"\bseed\b|\bclaim", clause):
+        if re.search(r"\bseed\b|\bclaim|\bsheet\b", clause):  # the seed's, a threshold's, a spec sheet's
             continue
         text = _SIZE.sub(" ", THRESHOLD_PHRASE.sub(" ", clause))
         for m in _FIGURE.finditer(text):
@@ -108,27 +115,52 @@ def held(q: float, unit: str, approx: bool, text: str, values: list[float],
     return False
 
 
-def unheld(notes: Iterable[tuple[str, str, list[float]]], table: list[float] = ()) -> list[str]:
-    """``where: figure`` for each figure a note quotes for the H100 record that the record does
-    not hold. ``notes``: (where, the note's text, the record's numbers it may quote: those of
+# the CPU records a note may quote, by the name a paragraph gives them, and the word their CPU's name holds
+CPU_RECORDS = {"Intel Xeon record": "Xeon", "AMD EPYC record": "EPYC"}
+_ABOUT_A_CPU = re.compile(r"\bCPUs?\b|EPYC|Xeon|laptop")
+_A_WAIT = re.compile(r"^[-*\s]*(If slow|Slow\?)")
+
+
+def unheld(notes: Iterable[tuple[str, str, list[float]]], table: list[float] = (),
+           cpu: dict[str, list[float]] | None = None) -> list[str]:
+    """``where: figure`` for each figure a note quotes for a record that the record does not
+    hold. ``notes``: (where, the note's text, the H100 record's numbers it may quote: those of
     the demos its part shows, :func:`numbers`). ``table``: the benchmark rows' numbers, which
-    only a paragraph naming the record's "benchmark table" may quote."""
+    only a paragraph naming the record's "benchmark table" may quote. ``cpu``: each CPU record's
+    numbers by its name in :data:`CPU_RECORDS`; given, a paragraph about a CPU that names no
+    record is refused any measured figure."""
     out = []
     for where, note, values in notes:
         for par in paragraphs(note):
-            if "H100" not in par:
+            named = [n for n in CPU_RECORDS if n in par] if cpu is not None else []
+            if "H100" not in par and not named:
+                if cpu is not None and _ABOUT_A_CPU.search(par) and not _A_WAIT.match(par):
+                    out += [f"{where}: {text!r} is a CPU figure no record holds: quote it from one "
+                            f"({' or '.join(CPU_RECORDS)})" for text, _q, unit, _a in quoted(par)
+                            if not re.fullmatch(COUNTED, unit)]
                 continue
             figs = quoted(par)
             siblings = [(q, u) for _t, q, u, _a in figs]
-            pool = [*values, *table] if "benchmark table" in par else values
+            pool = [*(values if "H100" in par else []), *(x for n in named for x in cpu[n])]
+            if "benchmark table" in par:
+                pool += table
             for text, q, unit, approx in figs:
                 if not held(q, unit, approx, text, pool, siblings):
                     out.append(f"{where}: {text!r} ({q:g} {unit})")
     return out
 
 
+def cpu_record(name: str):
+    """The newest CPU record in assets/results that a note calls ``name`` (:data:`CPU_RECORDS`)."""
+    from demos.engine.results import recorded
+
+    word = CPU_RECORDS[name]
+    return next((r for r in recorded(gpu_only=False) if not r.is_gpu and word in str(r.machine.get("cpu", ""))), None)
+
+
 def part_problems(nb, name: str = "") -> list[str]:
-    """The figures a part's notes quote for the H100 record that the record does not hold: for
+    """The figures a part's notes quote for a record that the record does not hold, and the CPU
+    figures they type in without naming one (:func:`unheld`). For the H100 record: for
     each demo the part's live cells call, in the record its figure shows
     (``results.reference_for``), or, in a paragraph naming the "benchmark table", in the newest
     record's benchmark rows."""
@@ -139,7 +171,9 @@ def part_problems(nb, name: str = "") -> list[str]:
     newest = reference()
     values = [x for t, n in calls if (rec := reference_for(t, n)) is not None
               for x in numbers(rec.sections.get(t, {}).get(n, {}))]
+    cpu = {n: [x for t, d in calls for x in numbers(rec.sections.get(t, {}).get(d, {}))] if
+           (rec := cpu_record(n)) is not None else [] for n in CPU_RECORDS}
     notes = [(f"{name} cell {i}" if name else f"cell {i}", c["source"], values) for i, c in enumerate(nb["cells"])
              if c["cell_type"] == "markdown"
              and c.get("metadata", {}).get("slideshow", {}).get("slide_type") == "notes"]
-    return unheld(notes, numbers(newest.rows) if newest else [])
+    return unheld(notes, numbers(newest.rows) if newest else [], cpu)

@@ -371,8 +371,11 @@ def unit_roundoff(dtype: str) -> float:
 
 
 def tolerance(dtype: str, roundings: int = POINTWISE_ROUNDINGS) -> dict[str, float]:
-    """How closely two forms of one computation (fused, reordered) agree: each errs by at most
-    n·u, so they differ by at most 2·n·u (n: the roundings on its longest path, or the terms of
-    its longest sum; u: the dtype's unit roundoff; Higham's γ_n). rtol = atol = 2·n·u."""
+    """How closely two forms of one computation (fused, reordered) agree, to first order: each
+    of n roundings adds about u, so two forms sit within about 2·n·u (n: the roundings on its
+    longest path, or the terms of its longest sum; u: the dtype's unit roundoff; Higham's γ_n).
+    rtol = atol = 2·n·u. A rule of thumb, not a bound: it takes each step as correctly rounded
+    (x86's vectorised sin and cos are SLEEF's 3.5-ulp versions), cancellation magnifies a relative
+    error, and a sum's error is relative to Σ|terms|, not to the sum."""
     t = 2 * int(roundings) * unit_roundoff(dtype)
     return {"rtol": t, "atol": t}

@@ -41,7 +41,7 @@ from demos.engine.workload_defs import get as get_workload
 from demos.topics.roofline_figures import (MODE_LABELS, figure_overheads, figure_payoff, figure_predicted,
                                            figure_roofline, pow_text, short_sizes, speedup)
 from demos.topics.roofline_points import make_point
-from demos.topics.roofline_points import CHAIN_STREAMS, chain_past_cache, gemm_bound  # the regimes
+from demos.topics.roofline_points import CHAIN_N_MAX, CHAIN_STREAMS, chain_past_cache, gemm_bound  # the regimes
 
 PAYOFF_WORKLOADS = ("two_matmuls", "chain", "mlp_block")
 ROOF_WORKLOADS = ("chain", "two_matmuls", "mlp_block", "complex_activation")
@@ -161,7 +161,7 @@ def measure_payoff(run: Run, N: int | None = None, T: int | None = None, D: int 
 
 def _payoff_controls(kind: str) -> list:
     d, gpu = payoff_defaults(kind), kind == "gpu"
-    return [Pow2("N", d["N"], label="chain N", lo=12, hi=26),
+    return [Pow2("N", d["N"], label="chain N", lo=12, hi=CHAIN_N_MAX.bit_length() - 1),
             Pow2("T", d["T"], label="rows / tokens", lo=4, hi=16 if gpu else 11),
             Pow2("D", d["D"], label="model dim D", lo=6, hi=13 if gpu else 11),
             Pow2("H", d["H"], label="hidden H", lo=6, hi=14 if gpu else 12),

@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from demos.deck.conditions import measured, over_cache
+from demos.engine.devices import free_memory_bytes
 from demos.engine.hardware import caches
 from demos.engine.peaks import cost, is_fused, peak_flops, predict
 from demos.engine.workload_defs import ITEMSIZE
@@ -82,16 +83,28 @@ def explain(pt: dict[str, Any], device: str | None = None) -> str:
 # =======================================================================================
 # The regimes part 3's timing claims hold in (stated in each figure's footer)
 # =======================================================================================
-def chain_past_cache(kind: str | None = None) -> int:
+CHAIN_N_MAX = 2**26  # the chain's largest N: the payoff panel's slider goes this far
+# N-sized float32 buffers the payoff panel may hold at once (three forms' inputs and outputs,
+# eager's temporaries), with room to spare: a default N must fit them in half the free memory
+CHAIN_LIVE_BUFFERS = 12
+
+
+def chain_past_cache(levels: dict[str, int] | None = None, free_bytes: int | None = None) -> int:
     """The chain's default N on a CPU: the smallest power of two from 2^20 at which each eager op's
     float32 input and output (2 × 4 B × N) are over this CPU's largest cache (2^23 under a 32 MiB
-    L3), at most 2^24 (the slider goes to 2^26), and 2^23 where the caches cannot be read.
-    Compiling the chain pays where eager's passes stream from memory."""
-    levels = caches("cpu").get("levels") or {}
+    L3, 2^26 under a 300 MiB one), at most :data:`CHAIN_N_MAX` and as far as memory allows
+    (:data:`CHAIN_LIVE_BUFFERS` of them in half the free memory), and 2^23 where the caches cannot
+    be read. Compiling the chain pays where eager's passes stream from memory: on a large-cache
+    CPU the default goes past the cache rather than show the slide's lesson nowhere.
+    ``levels``, ``free_bytes``: the caches and free memory to read instead of this machine's (tests)."""
+    levels = (caches("cpu").get("levels") or {}) if levels is None else levels
     if not levels:
         return 2**23
+    free = free_memory_bytes("cpu") if free_bytes is None else free_bytes
     n = 2**20
-    while _OP_OPERANDS * n * 4 <= max(levels.values()) and n < 2**24:
+    while _OP_OPERANDS * n * 4 <= max(levels.values()) and n < CHAIN_N_MAX:
+        if free is not None and CHAIN_LIVE_BUFFERS * 4 * (2 * n) > free // 2:
+            break  # the next size would not fit: the condition then says the chain stays in cache
         n *= 2
     return n
 
