@@ -132,7 +132,7 @@ def unheld(notes: Iterable[tuple[str, str, list[float]]], table: list[float] = (
     out = []
     for where, note, values in notes:
         for par in paragraphs(note):
-            named = [n for n in CPU_RECORDS if n in par] if cpu is not None else []
+            named = [n for n in CPU_RECORDS if re.search(n.replace(" ", r"\s+"), par)] if cpu is not None else []
             if "H100" not in par and not named:
                 if cpu is not None and _ABOUT_A_CPU.search(par) and not _A_WAIT.match(par):
                     out += [f"{where}: {text!r} is a CPU figure no record holds: quote it from one "

@@ -312,14 +312,16 @@ def recorded(paths: Iterable[Path] | None = None, gpu_only: bool = True) -> list
 
 
 def records_at(path: str | Path) -> list[Record]:
-    """The records a path names, newest first: one file, or every record in a folder (DemoError
-    for a missing, truncated or foreign file, or a folder that holds no record)."""
+    """The records a path names, newest first: one file, or every record in a folder, its GPU
+    records only where it holds any (assets/results' CPU records are for the notes to quote, and
+    would otherwise stand, being newer, in front of the H100's figures); DemoError for a missing,
+    truncated or foreign file, or a folder that holds no record."""
     path = Path(path)
     if path.is_dir():
         recs = recorded(sorted(path.glob("*.json")), gpu_only=False)
         if not recs:
             raise DemoError(f"{path}: a folder with no results record in it")
-        return recs
+        return [r for r in recs if r.is_gpu] or recs
     return [Record.load(path)]
 
 
