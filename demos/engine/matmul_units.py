@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 from demos.engine.devices import cuda_capability, dtype_supported, require_torch, torch_device
+from demos.engine.settings import raw
 
 
 def tf32_problem(device: str | None = None) -> str | None:
@@ -104,7 +105,7 @@ def amx_withheld(cpuinfo: str | None = None, onednn: str | None = None) -> str |
     impls = onednn_bf16_gemm(onednn)
     if impls is None or any("amx" in i for i in impls):
         return None
-    cap = os.environ.get("ONEDNN_MAX_CPU_ISA") or os.environ.get("DNNL_MAX_CPU_ISA")
+    cap = raw("ONEDNN_MAX_CPU_ISA")
     ran = f"oneDNN runs them as {', '.join(impls)}" if impls else "torch does not hand them to oneDNN"
     return f"this CPU advertises AMX, but {ran}" + (f" (ONEDNN_MAX_CPU_ISA={cap})" if cap else "")
 
@@ -122,7 +123,7 @@ def onednn_bf16_gemm(verbose: str | None = None) -> tuple[str, ...] | None:
     did not call oneDNN (its own kernels); None where the probe failed. ``verbose``: a probe's
     output to read instead of running one (tests)."""
     if verbose is None:
-        verbose = _probe_onednn(os.environ.get("ONEDNN_MAX_CPU_ISA", ""), os.environ.get("DNNL_MAX_CPU_ISA", ""))
+        verbose = _probe_onednn(raw("ONEDNN_MAX_CPU_ISA") or "")
         if verbose is None:
             return None
     impls: list[str] = []
@@ -139,10 +140,10 @@ def onednn_bf16_gemm(verbose: str | None = None) -> tuple[str, ...] | None:
 
 
 @functools.lru_cache(maxsize=None)
-def _probe_onednn(max_isa: str, dnnl_max_isa: str) -> str | None:
-    """oneDNN's verbose output for :data:`_PROBE`, once per ISA cap (the arguments: the caps the
-    probe inherits); None where it could not run."""
-    env = {**os.environ, "ONEDNN_VERBOSE": "1"}
+def _probe_onednn(max_isa: str) -> str | None:
+    """oneDNN's verbose output for :data:`_PROBE`, once per ISA cap (``max_isa``: the cap the probe
+    inherits); None where it could not run."""
+    env = dict(os.environ, ONEDNN_VERBOSE="1")
     try:
         out = subprocess.run([sys.executable, "-c", _PROBE], env=env, capture_output=True, text=True,
                              timeout=PROBE_TIMEOUT_S)
