@@ -159,7 +159,9 @@ def _fresh(panel):
     return panel.renders, panel.last_png
 
 
-def test_regimes_panel_reuses_measured_points():
+def test_regimes_run_button_measures_every_point_again_once(monkeypatch):
+    """Run measures again from the declared state (nothing a previous sweep cached is reused), and
+    each point of the sweep once. (How long a sweep takes: `python -m demos ui-bench`.)"""
     p = eager.regimes(show=False, N_range=(2**4, 2**10))
     _fresh(p)
     p.controls["op"].value = "mul"
@@ -168,10 +170,20 @@ def test_regimes_panel_reuses_measured_points():
     p.join(300)
     p.controls["op"].value = "add"
     p.join(300)
-    t0 = time.perf_counter()
-    p.button.click()  # points cached: a redraw, no new sweep
+    timed, point = [], eager._point
+
+    def counted(run, op, N, dtype, budget_s, threads=None):
+        if ("point", eager.torch_device(), dtype, op, N, threads) not in run.cache:  # _point's own key
+            timed.append((op, N))
+        return point(run, op, N, dtype, budget_s, threads)
+
+    monkeypatch.setattr(eager, "_point", counted)
+    p.button.click()
     p.join(300)
-    assert p.last_error is None and time.perf_counter() - t0 < 3.0
+    assert p.last_error is None, p.last_error
+    sizes = [2**k for k in range(4, 11)]
+    assert sorted(timed) == sorted((op, n) for op in ("add", "complex_activation") for n in sizes), timed
+    assert p.last_values["op"] == "add"
 
 
 def test_bad_input_is_one_line_and_the_panel_still_works(monkeypatch):

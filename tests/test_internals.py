@@ -4,8 +4,6 @@ The log parsers are tests/test_dynamo.py, the code excerpts and code drawing tes
 drawing, recording and moving every control of each demo is tests/test_demos.py."""
 from __future__ import annotations
 
-import time
-
 import numpy as np
 import pytest
 
@@ -228,13 +226,10 @@ def test_pipeline_stage_buttons_redraw_without_measuring(monkeypatch):
     for name, value in (("torch_stage", "FX graph"), ("jax_stage", "jaxpr"), ("torch_stage", "guards"),
                         ("jax_stage", "StableHLO")):
         before, png = p.renders, p.last_png
-        t0 = time.process_time()  # CPU time: the machine running the tests may be shared
-        p.controls[name].value = value
+        p.controls[name].value = value  # (its time: `python -m demos ui-bench`, uibench.VIEW_S)
         p.join(300)
-        cpu = time.process_time() - t0
         assert p.last_error is None, p.last_error
         assert p.renders == before + 1 and p.last_png != png and p.last_values[name] == value
-        assert cpu < 0.5, f"moving {name} took {cpu:.2f} s of CPU"
 
 
 def test_pipeline_draws_the_chosen_stages():

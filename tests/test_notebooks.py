@@ -105,13 +105,11 @@ def _live_headless(name):
     return cells, figures, msg
 
 
-@pytest.mark.timing
 def test_a_missed_wakeup_costs_one_slice_not_the_timeout():
     """The channel poll that stalled headless live execution: a message that was there all along
     but is only seen when a poll's timeout fires. Polled in slices, it arrives after one slice.
     (This is why one live round per part is enough: the stall has its own test.)"""
     import asyncio
-    import time
     from queue import Empty
 
     from demos.deck.nbtools import _sliced
@@ -125,15 +123,17 @@ def test_a_missed_wakeup_costs_one_slice_not_the_timeout():
             raise Empty
         return {"msg_type": "execute_reply"}
 
-    t0 = time.perf_counter()
+    # the missed wake-up cost one slice, not the cell's 600 s: the second slice found the message
     assert asyncio.run(_sliced(missed_once, 0.2)(timeout=600))["msg_type"] == "execute_reply"
-    assert time.perf_counter() - t0 < 2 and calls[0] == pytest.approx(0.2)
+    assert calls == [pytest.approx(0.2), pytest.approx(0.2)]
+
+    asked = []
 
     async def never(timeout=None):
+        asked.append(timeout)
         await asyncio.sleep(timeout)
         raise Empty
 
-    t0 = time.perf_counter()
-    with pytest.raises(Empty):  # a real timeout still ends the wait, on time
+    with pytest.raises(Empty):  # a real timeout still ends the wait: slices of at most 0.2 s, 0.7 s in all
         asyncio.run(_sliced(never, 0.2)(timeout=0.7))
-    assert 0.6 < time.perf_counter() - t0 < 2
+    assert asked and all(0 <= a <= 0.2 + 1e-9 for a in asked) and sum(asked) <= 0.7 + 1e-6, asked

@@ -63,6 +63,8 @@ def test_quantiles_and_format():
     assert quantile(xs, 0.5) == pytest.approx(5.5)
     assert quantile(xs, 0.1) == pytest.approx(1.9)
     assert fmt_seconds(2.5e-6) == "2.5 µs" and fmt_seconds(0.0125) == "12.50 ms"
+    assert fmt_seconds(0.0) == fmt_seconds(1e-12) == "< 1 ns" and fmt_seconds(0.6e-9) == "1 ns"
+    assert fmt_seconds(float("nan")) == fmt_seconds(None) == "—" and fmt_seconds(1234.5) == "1234 s"
     assert Timing(1.0, 0.5, 2.0, 3).spread == 1.5
 
 

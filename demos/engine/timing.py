@@ -54,15 +54,19 @@ class Timing:
 
 
 def fmt_seconds(s: float | None) -> str:
+    """A time as a figure or a sentence says it, its magnitude honest: "—" for a missing one (None,
+    NaN), "< 1 ns" below what a nanosecond rounds to (a clock that read 0 included), never "0 ns"."""
     if s is None or (isinstance(s, float) and math.isnan(s)):
         return "—"
+    if s < 0.5e-9:
+        return "< 1 ns"
     if s < 1e-6:
         return f"{s * 1e9:.0f} ns"
     if s < 1e-3:
         return f"{s * 1e6:.1f} µs"
     if s < 1:
         return f"{s * 1e3:.2f} ms"
-    return f"{s:.2f} s"
+    return f"{s:.2f} s" if s < 100 else f"{s:.0f} s"
 
 
 def break_even(compile_s: float, eager_s: float, compiled_s: float) -> float:

@@ -8,6 +8,7 @@ from typing import Any
 from matplotlib.patches import FancyBboxPatch
 
 from demos.engine import plots
+from demos.engine.figure_values import largest
 from demos.engine.timing import fmt_seconds
 
 KIND_COLORS = {"library GEMM": "#0072B2", "generated GEMM": "#009E73", "generated kernel": "#E69F00"}
@@ -66,11 +67,11 @@ def figure_gemms(data: dict[str, Any], reference: dict[str, Any] | None = None):
         tuned = rows[mode].get("autotuned", [])
         if tuned:  # compiled second, it shares the first compile's one-time work: its own cost is the choosing
             n = sum(len(t["candidates"]) for t in tuned)
-            said = f"{mode}: tuning {sum(t.get('seconds') or 0.0 for t in tuned):.1f} s, {n} candidates"
+            said = f"{mode}: tuning {fmt_seconds(sum(t.get('seconds') or 0.0 for t in tuned))}, {n} candidates"
         elif mode == "jax_jit":
             said = "jax.jit (XLA's optimized HLO)"
         else:
-            said = f"{mode}: first call {rows[mode]['first_s']:.1f} s"
+            said = f"{mode}: first call {fmt_seconds(rows[mode]['first_s'])}"
         lx.text(0, y + 0.085, said, transform=lx.transAxes, fontsize=11.5, va="bottom")
     for kind, color in KIND_COLORS.items():
         lx.scatter([], [], marker="s", s=80, color=color, label=kind)
@@ -126,7 +127,7 @@ def figure_gemms(data: dict[str, Any], reference: dict[str, Any] | None = None):
         tx.legend(loc="lower right", fontsize=11.5, frameon=False)
     tx.set_yticks(yy, [])
     tx.set_ylim(len(forms) - 0.4, -0.9)
-    tx.set_xlim(0, max(ms + [1e-3]) * 1.4)
+    tx.set_xlim(0, largest(ms + [1e-3], 1e-3) * 1.4)
     tx.set_xlabel("ms (median)")
     tx.set_title("steady state", loc="left", fontsize=13)
     tx.grid(axis="y", visible=False)

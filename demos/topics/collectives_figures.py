@@ -8,6 +8,7 @@ from collections import Counter
 from typing import Any
 
 from demos.engine import plots
+from demos.engine.figure_values import largest, measured
 from demos.engine.timing import fmt_seconds
 
 KIND_COLORS = {"all-reduce": "#0072B2", "all-gather": "#009E73", "reduce-scatter": "#CC79A7",
@@ -70,8 +71,10 @@ def figure_sharding(data: dict[str, Any], reference: dict | None = None):
 
     times = [data["rows"][n]["steady"] for n in names]
     tx.barh([yi - 0.12 for yi in y], [t["median_s"] * 1e3 for t in times], height=0.45, color=plots.color("jax_jit"),
-            xerr=[[max(0.0, (t["median_s"] - t["p10_s"]) * 1e3) for t in times],
-                  [max(0.0, (t["p90_s"] - t["median_s"]) * 1e3) for t in times]], capsize=3)
+            xerr=[[max(0.0, (t["median_s"] - t["p10_s"]) * 1e3) if measured(t["p10_s"] - t["median_s"]) else 0.0
+                   for t in times],
+                  [max(0.0, (t["p90_s"] - t["median_s"]) * 1e3) if measured(t["p90_s"] - t["median_s"]) else 0.0
+                   for t in times]], capsize=3)
     if reference is not None and reference.get("rows"):
         ref = [reference["rows"].get(n, {}).get("steady") for n in names]
         tx.scatter([r["median_s"] * 1e3 if r else float("nan") for r in ref], [yi - 0.12 for yi in y], marker="D", s=36,
@@ -82,7 +85,7 @@ def figure_sharding(data: dict[str, Any], reference: dict | None = None):
     tx.set_yticks(y)
     tx.set_yticklabels([])
     tx.set_ylim(-0.6, len(names) - 0.4)
-    tx.set_xlim(0, max(t["p90_s"] for t in times) * 1e3 * 1.35)
+    tx.set_xlim(0, largest([t[k] for t in times for k in ("p90_s", "median_s")], 1e-6) * 1e3 * 1.35)
     tx.set_xlabel("ms per call (median, p10–p90)", fontsize=11.5)
     tx.grid(axis="y", visible=False)
     tx.set_title("one call, on the host's cores" if data.get("simulated") else "one call", fontsize=12)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 from demos.engine import plots
+from demos.engine.figure_values import log_limits, measured, on_log, ratio_of
 from demos.engine.timing import fmt_seconds
 from demos.introspection import profiling
 
@@ -35,31 +36,33 @@ def _trap_axes(ax, data: dict, title: str) -> None:
     names = [b for b in data["rows"] if "error" not in data["rows"][b]]
     x = np.arange(len(names))
     wdt = 0.38
-    top = 0.0
-    bottom = 0.0
+    # the axis from every time shown (a time under a nanosecond drawn at figure_values.TIME_FLOOR_S, a
+    # missing one not at all), with headroom above for the legend
+    shown = [data["rows"][b][k][q] for b in names for k in ("returned", "synced") for q in ("median_s", "p10_s", "p90_s")]
+    lo, hi = log_limits(shown, below=2.5, above=40)
     for i, b in enumerate(names):
         r = data["rows"][b]
         ret, syn = r["returned"]["median_s"], r["synced"]["median_s"]
         col = plots.color(b)
-        ax.bar(i - wdt / 2, ret * 1e6, wdt, color=col, alpha=0.35, hatch="//", edgecolor=col,
+        ax.bar(i - wdt / 2, on_log(ret) * 1e6, wdt, color=col, alpha=0.35, hatch="//", edgecolor=col,
                label="clock stopped when the call returns" if i == 0 else None)
-        ax.bar(i + wdt / 2, syn * 1e6, wdt, color=col,
+        ax.bar(i + wdt / 2, on_log(syn) * 1e6, wdt, color=col,
                label="clock stopped after synchronising" if i == 0 else None)
         for xx, v, rr in ((i - wdt / 2, ret, r["returned"]), (i + wdt / 2, syn, r["synced"])):
-            ax.errorbar(xx, v * 1e6, yerr=[[max(v - rr["p10_s"], 0) * 1e6], [max(rr["p90_s"] - v, 0) * 1e6]],
-                        color="#333333", capsize=3, lw=1)
-            ax.text(xx, v * 1e6 * 1.15, fmt_seconds(v), ha="center", va="bottom", fontsize=12.5,
-                    bbox=dict(facecolor="white", alpha=0.8, edgecolor="none", pad=1))
-        top = max(top, r["synced"]["p90_s"], r["returned"]["p90_s"])
-        bottom = min(bottom, r["returned"]["p10_s"]) if bottom else r["returned"]["p10_s"]
+            at = on_log(v)
+            if measured(at) and measured(rr["p10_s"]) and measured(rr["p90_s"]):
+                ax.errorbar(xx, at * 1e6, yerr=[[max(at - on_log(rr["p10_s"]), 0) * 1e6],
+                                                [max(on_log(rr["p90_s"]) - at, 0) * 1e6]],
+                            color="#333333", capsize=3, lw=1)
+            ax.text(xx, (at if measured(at) else lo) * 1e6 * 1.15, fmt_seconds(v), ha="center", va="bottom",
+                    fontsize=12.5, bbox=dict(facecolor="white", alpha=0.8, edgecolor="none", pad=1))
     ax.set_xticks(x)
     ax.set_xticklabels([f"{plots.label(b)}\n×{data['rows'][b]['ratio']:.1f} hidden"
                         if data["rows"][b]["ratio"] >= 1.5 else f"{plots.label(b)}\n×{data['rows'][b]['ratio']:.2f}"
                         for b in names])
     ax.set_yscale("log")
     plots.no_minor_ticks(ax)
-    if top and bottom:
-        ax.set_ylim(bottom * 1e6 / 2.5, top * 1e6 * 40)  # headroom for the legend
+    ax.set_ylim(lo * 1e6, hi * 1e6)
     ax.set_ylabel("µs per call (log)")
     ax.set_title(title, fontsize=14)
     ax.grid(axis="x", visible=False)
@@ -93,6 +96,8 @@ def regime_at(data: dict, name: str, N: int) -> str:
     t = data["series"][name][i]["median_s"]
     floor = data["floors_s"][name]
     bw_t = N * data["bytes_per_elem"][name] / data["bandwidth_Bps"]
+    if not measured(t):
+        return "not measured"
     if t < 2 * floor:
         return "overhead-bound"
     if t <= 2.5 * max(bw_t, floor):
@@ -101,10 +106,10 @@ def regime_at(data: dict, name: str, N: int) -> str:
 
 
 def effective_bandwidth(data: dict, name: str, N: int | None = None) -> float:
-    """Bytes the eager form moves at N ÷ measured seconds (B/s)."""
+    """Bytes the eager form moves at N ÷ measured seconds (B/s); NaN where no time was measured."""
     N = N or data["Ns"][-1]
     t = data["series"][name][data["Ns"].index(N)]["median_s"]
-    return N * data["bytes_per_elem"][name] / t
+    return ratio_of(N * data["bytes_per_elem"][name], t)
 
 
 def figure_regimes(data: dict, reference: dict | None = None):
@@ -160,7 +165,8 @@ def figure_regimes(data: dict, reference: dict | None = None):
     lines = [f"at N={plots.pow2_label(data['Ns'][-1])} (copy here: {bw / 1e9:.1f} GB/s):"]
     for name in data["series"]:
         eff = effective_bandwidth(data, name)
-        lines.append(f"  {name}: {eff / 1e9:.1f} GB/s effective, {regime_at(data, name, data['Ns'][-1])}")
+        said = f"{eff / 1e9:.1f} GB/s" if measured(eff) else "—"
+        lines.append(f"  {name}: {said} effective, {regime_at(data, name, data['Ns'][-1])}")
     ax.text(0.01, 0.98, "\n".join(lines), transform=ax.transAxes, ha="left", va="top", fontsize=12,
             bbox=dict(facecolor="white", alpha=0.85, edgecolor="none"), color="#333333")
     # under the text box, left of the data (which climbs to the upper right)

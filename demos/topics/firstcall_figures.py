@@ -6,6 +6,7 @@ import math
 from typing import Any
 
 from demos.engine import plots
+from demos.engine.figure_values import fmt_ratio, log_limits, measured, on_log, ratio_of
 from demos.engine.timing import fmt_seconds
 
 # (label, where the cost comes from) per row; rows of a form: first, second, steady
@@ -43,28 +44,33 @@ def figure_costs(data: dict[str, Any], reference: dict | None = None):
     # eight rows stay readable above a footer of several verdicts
     y = list(range(len(rows)))[::-1]
     pair = [isinstance(r[1], tuple) for r in rows]
-    secs = [max(min(r[1]) if two else r[1], 1e-7) for r, two in zip(rows, pair)]  # a pair's shorter call, or the one
-    tops = [max(max(r[1]) if two else r[1], 1e-7) for r, two in zip(rows, pair)]  # a pair's longer call, or the one
+    def each(r, two):  # a pair's calls, or the one, where each sits on the log axis
+        return [on_log(v) for v in (r[1] if two else (r[1],))]
+
+    secs = [min(each(r, two), default=math.nan) for r, two in zip(rows, pair)]  # a pair's shorter call, or the one
+    left = log_limits(secs, below=3)[0]
+    tops = [max((v for v in each(r, two) if measured(v)), default=left)
+            for r, two in zip(rows, pair)]  # a pair's longer call, or the one (a missing one: its "—" at the left)
     notes = []
     for yi, (_label, s, colour, note), top, two in zip(y, rows, tops, pair):
         if two:
-            second, steady = (max(v, 1e-7) for v in s)
+            second, steady = (on_log(v) for v in s)
             ax.barh(yi, second, color=colour, alpha=0.35, height=0.7, zorder=2 if second < steady else 1)
             ax.barh(yi, steady, color=colour, alpha=0.9, height=0.7, zorder=1.5)
         else:
-            ax.barh(yi, max(s, 1e-7), color=colour, alpha=0.9, height=0.7)
+            ax.barh(yi, on_log(s), color=colour, alpha=0.9, height=0.7)
         said = f"{fmt_seconds(s[0])} · {fmt_seconds(s[1])}" if two else f"{fmt_seconds(s)}  {note}".rstrip()
         ax.text(top * 1.15, yi, said, va="center", fontsize=11.5)
         notes.append((top * 1.15, len(said)))
     ax.set_yticks(y)
     ax.set_yticklabels([r[0] for r in rows], fontsize=11.5)
     ax.set_xscale("log")
-    ax.set_xlim(min(secs) / 3, _right_edge(min(secs) / 3, notes))
+    ax.set_xlim(left, _right_edge(left, notes))
     ax.set_ylim(-0.5, len(rows) - 0.5)
     ax.grid(axis="y", visible=False)
-    ratio = data["sin"]["first_s"] / data["sin"]["steady_s"]
+    ratio = fmt_ratio(ratio_of(data["sin"]["first_s"], data["sin"]["steady_s"]), ",.0f")
     # the unit in the title, no x label: eight rows of labels keep their height over a footer of verdicts
-    ax.set_title(f"first calls in a new process (seconds, log scale): sin's first = {ratio:,.0f}× its steady call",
+    ax.set_title(f"first calls in a new process (seconds, log scale): sin's first = {ratio} its steady call",
                  fontsize=14)
     plots.stamp_figure(fig, data, reference)
     return fig

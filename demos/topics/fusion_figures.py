@@ -10,6 +10,7 @@ from matplotlib.transforms import offset_copy
 
 from demos.engine.devices import BACKENDS
 from demos.engine import plots
+from demos.engine.figure_values import TIME_FLOOR_S, fmt_ratio, largest, measured, on_log, ratio_of
 from demos.engine.timing import fmt_seconds
 from demos.engine.workload_defs import ITEMSIZE
 from demos.introspection import profiling
@@ -68,8 +69,9 @@ def _form_bars(ax, names: list[str], heights: list[float], texts: list[str], yla
 def _spread(ax, x: float, r: dict, scale: float = 1e3, **kw) -> float:
     """Error bar p10–p90 around the median of a timing dict; returns the median (scaled)."""
     med = r["median_s"] * scale
-    ax.errorbar(x, med, yerr=[[med - r["p10_s"] * scale], [r["p90_s"] * scale - med]], color="#222222",
-                capsize=3, **kw)
+    if all(measured(r.get(k)) for k in ("median_s", "p10_s", "p90_s")):  # a missing time: no bar
+        ax.errorbar(x, med, yerr=[[max(med - r["p10_s"] * scale, 0)], [max(r["p90_s"] * scale - med, 0)]],
+                    color="#222222", capsize=3, **kw)
     return med
 
 
@@ -140,15 +142,16 @@ def figure_latency(data: dict[str, Any], reference: dict | None = None):
             if not r or "median_s" not in r:
                 continue
             x = gi + (bi - 1.5) * width
-            ax.bar(x, r["median_s"] * 1e3, width * 0.92, color=plots.color(b), hatch=hatch, edgecolor="white",
+            ax.bar(x, on_log(r["median_s"]) * 1e3, width * 0.92, color=plots.color(b), hatch=hatch, edgecolor="white",
                    label=plots.label(b) if gi == 0 else None)
             if r.get("p10_s") is not None:
                 _spread(ax, x, r, lw=1)
         for pair, x0 in ((("torch_eager", "torch_compile"), -1.0), (("jax_eager", "jax_jit"), 1.0)):
             a, c = forms.get(pair[0], {}), forms.get(pair[1], {})
             if "median_s" in a and "median_s" in c:
-                top = max(a.get("p90_s") or a["median_s"], c.get("p90_s") or c["median_s"]) * 1e3
-                ax.text(gi + x0 * width, top * 1.3, f"{a['median_s'] / c['median_s']:.1f}×", ha="center",
+                top = on_log(largest([a.get("p90_s"), a["median_s"], c.get("p90_s"), c["median_s"]],
+                                                 TIME_FLOOR_S)) * 1e3
+                ax.text(gi + x0 * width, top * 1.3, fmt_ratio(ratio_of(a["median_s"], c["median_s"])), ha="center",
                         fontsize=14, fontweight="bold", color=plots.color(pair[1]))
     ax.set_yscale("log")
     ax.yaxis.set_minor_formatter(NullFormatter())
@@ -228,7 +231,7 @@ def figure_relayout(data: dict[str, Any], reference: dict | None = None):
         r = forms[k]
         ax.bar(i, r["median_s"] * 1e3, 0.6, color=cols[k])
         _spread(ax, i, r)
-        ax.text(i, r["p90_s"] * 1e3, f"{fmt_seconds(r['median_s'])}\n{r['transposes']} transpose"
+        ax.text(i, largest([r["p90_s"], r["median_s"]], 0.0) * 1e3, f"{fmt_seconds(r['median_s'])}\n{r['transposes']} transpose"
                 f"{'s' * (r['transposes'] != 1)}", ha="center", va="bottom", fontsize=12.5)
         if reference is not None and k in reference.get("forms", {}):
             ax.text(i, 0, f"rec.\n{fmt_seconds(reference['forms'][k]['median_s'])}", ha="center",
@@ -236,7 +239,8 @@ def figure_relayout(data: dict[str, Any], reference: dict | None = None):
     ax.set_xticks([0, 1])
     ax.set_xticklabels([labels["as_written"], labels["pretransposed"]], fontsize=11.5)
     ax.set_ylabel("jax.jit median (ms), p10–p90")
-    ax.set_ylim(0, max(forms[k]["p90_s"] for k in forms) * 1e3 * 1.45)
+    ax.set_ylim(0, largest([forms[k]["p90_s"] for k in forms] + [forms[k]["median_s"] for k in forms], 1e-6)
+                * 1e3 * 1.45)
     ax.grid(axis="x", visible=False)
     ax.set_title("einsum bhd,hdk→bhk", fontsize=15)
     y = -6.0
@@ -279,13 +283,13 @@ def figure_dead_code(data: dict[str, Any], reference: dict | None = None):
                     fontsize=11.5, color="white")
     for pair, xm in ((("torch_eager", "torch_compile"), 0.5), (("jax_eager", "jax_jit"), 2.5)):
         if pair[0] in t and pair[1] in t:
-            s = t[pair[0]]["median_s"] / t[pair[1]]["median_s"]
-            top = max(t[pair[0]]["p90_s"], t[pair[1]]["p90_s"]) * 1e3
-            tx.text(xm, top * 1.08, f"{s:.2f}×", ha="center", fontsize=14, fontweight="bold")
+            s = ratio_of(t[pair[0]]["median_s"], t[pair[1]]["median_s"])
+            top = largest([t[b][k] for b in pair for k in ("p90_s", "median_s")], 0.0) * 1e3
+            tx.text(xm, top * 1.08, fmt_ratio(s, ".2f"), ha="center", fontsize=14, fontweight="bold")
     tx.set_xticks(range(len(tn)))
     tx.set_xticklabels([plots.label(b) for b in tn], rotation=12)
     tx.set_ylabel("median latency (ms), p10–p90")
-    tx.set_ylim(0, max([t[b]["p90_s"] for b in tn] + [1e-6]) * 1e3 * 1.3)
+    tx.set_ylim(0, largest([t[b][k] for b in tn for k in ("p90_s", "median_s")] + [1e-6], 1e-6) * 1e3 * 1.3)
     tx.grid(axis="x", visible=False)
     title = f"time (compiled needs {data['flops_ratio']:.2f}× the FLOPs)"
     if reference is not None:

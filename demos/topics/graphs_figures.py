@@ -6,6 +6,7 @@ import textwrap
 from typing import Any
 
 from demos.engine import plots
+from demos.engine.figure_values import largest
 from demos.engine.timing import fmt_seconds
 
 FORMS = ("torch_eager", "torch_compile", "torch_compile_ro")
@@ -30,7 +31,7 @@ def figure_replay(data: dict[str, Any], reference: dict[str, Any] | None = None)
         tx.legend(loc="lower right", fontsize=11.5, frameon=False)
     tx.set_yticks(ys, [LABELS[f] for f in forms], fontsize=12)
     tx.set_ylim(len(forms) - 0.4, -0.8)
-    tx.set_xlim(0, max(ms) * 1.35)
+    tx.set_xlim(0, largest(ms, 1e-6) * 1.35)
     tx.set_xlabel("ms per forward (median, p10–p90)")
     tx.set_title("one batch-1 step", loc="left", fontsize=13)
     tx.grid(axis="y", visible=False)

@@ -8,6 +8,7 @@ import textwrap
 from typing import Any
 
 from demos.engine import plots
+from demos.engine.figure_values import largest, log_limits, measured, on_log
 from demos.engine.errors import unknown_name
 from demos.engine.timing import fmt_seconds
 
@@ -75,11 +76,11 @@ def figure_guards(data: dict[str, Any], reference: dict[str, Any] | None = None)
     secs = [c["seconds"] for c in calls]
     ref_secs = [c["seconds"] for c in (reference or {}).get("calls", [])][:len(calls)]
     ys = list(range(len(calls)))[::-1]
-    right.barh(ys, secs, height=0.6, color=[plots.PALETTE["accent"] if c["compiled"] else plots.color("torch_compile")
+    right.barh(ys, [on_log(v) for v in secs], height=0.6, color=[plots.PALETTE["accent"] if c["compiled"] else plots.color("torch_compile")
                                             for c in calls])
     if ref_secs:
-        right.plot(ref_secs, ys[:len(ref_secs)], "D", color=plots.PALETTE["reference"], ms=7)
-    lo, hi = min(secs + ref_secs) / 3, max(secs + ref_secs) * 3
+        right.plot([on_log(v) for v in ref_secs], ys[:len(ref_secs)], "D", color=plots.PALETTE["reference"], ms=7)
+    lo, hi = log_limits(secs + ref_secs, below=3, above=3)
     right.set_xscale("log")
     right.xaxis.set_minor_formatter(NullFormatter())  # labels on minor ticks overlap within a decade
     right.set_xlim(lo, hi)
@@ -172,24 +173,25 @@ def figure_capture_cost(data: dict[str, Any], reference: dict[str, Any] | None =
     recorded run's medians as grey bars under each."""
     fig, ax = plots.figure()
     rows = data["rows"]
-    ref_rows = {r["key"]: r for r in (reference or {}).get("rows", []) if r.get("median_s")}
+    ref_rows = {r["key"]: r for r in (reference or {}).get("rows", []) if measured(r.get("median_s"))}
     ys = list(range(len(rows)))[::-1]
     h = 0.38 if reference else 0.7
     off = h / 2 if reference else 0
     for yv, r in zip(ys, rows):
-        if not r.get("median_s"):
+        if not measured(r.get("median_s")):
             ax.text(0, yv, f"  {r.get('error', 'not measured')}", va="center", fontsize=12, color="#b00020")
             continue
         med = r["median_s"] * 1e3
         ax.barh(yv + off, med, height=h, color=plots.color(r["backend"]))
-        ax.errorbar(med, yv + off, xerr=[[max(0.0, r["median_s"] - r["p10_s"]) * 1e3],
-                                         [max(0.0, r["p90_s"] - r["median_s"]) * 1e3]],
-                    fmt="none", ecolor="#333333", capsize=3, lw=1)
+        if measured(r.get("p10_s")) and measured(r.get("p90_s")):
+            ax.errorbar(med, yv + off, xerr=[[max(0.0, r["median_s"] - r["p10_s"]) * 1e3],
+                                             [max(0.0, r["p90_s"] - r["median_s"]) * 1e3]],
+                        fmt="none", ecolor="#333333", capsize=3, lw=1)
         g = r.get("graphs")
         note = (f"  {fmt_seconds(r['median_s'])}" if r["backend"] == "torch_eager" else
                 f"  {fmt_seconds(r['median_s'])} · {g} graph{'s' if g != 1 else ''} · 1st call "
                 f"{fmt_seconds(r.get('first_s'))}")
-        ax.text(r["p90_s"] * 1e3, yv + off, note, va="center", fontsize=12)
+        ax.text(largest([r.get("p90_s"), r["median_s"]], 0.0) * 1e3, yv + off, note, va="center", fontsize=12)
         rr = ref_rows.get(r["key"])
         if rr:
             ax.barh(yv - h / 2, rr["median_s"] * 1e3, height=h, color=plots.PALETTE["reference"], alpha=0.8)
@@ -202,7 +204,8 @@ def figure_capture_cost(data: dict[str, Any], reference: dict[str, Any] | None =
                                  label=f"recorded on {plots.where_measured(reference)}")], loc="lower right", fontsize=11.5)
     ax.set_yticks(ys, [r["label"] for r in rows])
     ax.set_xlabel("milliseconds per call (median, p10–p90 whiskers)")
-    top = max([r["p90_s"] for r in rows if r.get("median_s")] + [r["median_s"] for r in ref_rows.values()] + [1e-6])
+    top = largest([r.get("p90_s") for r in rows if measured(r.get("median_s"))]
+                        + [r["median_s"] for r in rows] + [r["median_s"] for r in ref_rows.values()] + [1e-6], 1e-6)
     ax.set_xlim(0, top * 1e3 * 1.9)
     where = f" — {plots.where_measured(data)}" if data.get("recorded") else ""
     ax.set_title(f"the same function, broken vs fixed: steady state after compiling{where}", fontsize=15)

@@ -8,6 +8,7 @@ from typing import Any
 from matplotlib.ticker import MaxNLocator
 
 from demos.engine import plots
+from demos.engine.figure_values import largest, measured, ratio_of
 from demos.engine.timing import fmt_seconds
 
 SEED_RANGE = (1.2, 1.8)  # seed card: typical torch.compile training speedups
@@ -23,9 +24,9 @@ def _bars(ax, names: list[str], values: list[float], colors: list[str], texts: l
     """Bars with a label above each (above ``tops``, e.g. the whiskers, when given)."""
     ax.bar(range(len(names)), values, color=colors, width=0.65, edgecolor="white", **kw)
     for i, (v, t) in enumerate(zip(tops or values, texts)):
-        ax.text(i, v, t, ha="center", va="bottom", fontsize=12)
+        ax.text(i, v if measured(v) else 0.0, t, ha="center", va="bottom", fontsize=12)
     ax.set_xticks(range(len(names)), names, fontsize=12)
-    ax.set_ylim(0, max(values + [1e-9]) * 1.3)
+    ax.set_ylim(0, largest(values + list(tops or []) + [1e-9], 1e-9) * 1.3)
     ax.grid(axis="x", visible=False)
 
 
@@ -103,9 +104,11 @@ def figure_speed(data: dict, reference: dict | None = None):
     _bars(ax, labels, [r["median_s"] * 1e3 for r in rows], [plots.color(k.replace("_ro", "")) for k in names], texts,
           tops=[r["p90_s"] * 1e3 for r in rows])
     for i, r in enumerate(rows):
-        ax.errorbar(i, r["median_s"] * 1e3, yerr=[[(r["median_s"] - r["p10_s"]) * 1e3], [(r["p90_s"] - r["median_s"]) * 1e3]],
-                    color="#333333", capsize=4)
-    ax.set_ylim(0, max(r["p90_s"] for r in rows) * 1e3 * 1.45)
+        if all(measured(r[k]) for k in ("median_s", "p10_s", "p90_s")):
+            ax.errorbar(i, r["median_s"] * 1e3, yerr=[[max(r["median_s"] - r["p10_s"], 0) * 1e3],
+                                                      [max(r["p90_s"] - r["median_s"], 0) * 1e3]],
+                        color="#333333", capsize=4)
+    ax.set_ylim(0, largest([r[k] for r in rows for k in ("p90_s", "median_s")], 1e-9) * 1e3 * 1.45)
     ax.set_ylabel(f"ms per {'training step' if data['step'] == 'training' else 'forward'}\n(median, p10–p90)")
     notes = list(data.get("skipped", {}).values())
     if data.get("agree"):
@@ -202,9 +205,9 @@ def _hbars(ax, labels: list[str], values: list[float], texts: list[str], colors:
            xlabel: str) -> None:
     ax.barh(range(len(values)), values, color=colors, alpha=0.85)
     for i, (v, t) in enumerate(zip(values, texts)):
-        ax.text(v, i, " " + t, va="center", fontsize=11.5)
+        ax.text(v if measured(v) else 0.0, i, " " + t, va="center", fontsize=11.5)
     ax.set_yticks(range(len(values)), labels, fontsize=11.5)
-    top = max(values, default=0.0)  # every bar empty ("never"): a unit scale, not a 1e-9 offset over the label
+    top = largest(values, 0.0)  # every bar empty ("never"): a unit scale, not a 1e-9 offset over the label
     ax.set_xlim(0, top * 2.4 if top > 0 else 1.0)
     ax.invert_yaxis()
     ax.set(xlabel=xlabel)
@@ -217,7 +220,7 @@ def figure_compile_cost(data: dict, reference: dict | None = None):
     L, hows, blue = data["cfg"]["layers"], ("whole", "regional"), plots.color("torch_compile")
     g = {k: data[k]["graphs"] for k in hows}
     _bars(cx, [f"whole\n{g['whole']} graph", f"regional\n{g['regional']} graphs, {L} blocks"],
-          [data[k]["compile_s"] for k in hows], [blue, "#6baed6"], [f"{data[k]['compile_s']:.2f} s" for k in hows])
+          [data[k]["compile_s"] for k in hows], [blue, "#6baed6"], [fmt_seconds(data[k]["compile_s"]) for k in hows])
     if reference is not None:
         cx.plot([0, 1], [reference[k]["compile_s"] for k in hows], "_", ms=40, mew=2.5,
                 color=plots.PALETTE["reference"], label=f"recorded: {reference.get('machine_short', '')}")
@@ -235,8 +238,10 @@ def figure_compile_cost(data: dict, reference: dict | None = None):
            [blue, plots.color("torch_eager"), "#b00020"], "set_stance: a shape-varying loop",
            f"s for {sd[0]['shapes']} sequence lengths, 1 block")
     bx.xaxis.set_major_locator(MaxNLocator(3, integer=True))  # 5-digit step counts: few ticks
-    ratio = data["whole"]["compile_s"] / max(data["regional"]["compile_s"], 1e-9)
-    fig.suptitle(f"{L} layers: regional compile {max(ratio, 1 / ratio):.1f}× {'faster' if ratio >= 1 else 'slower'} "
+    ratio = ratio_of(data["whole"]["compile_s"], data["regional"]["compile_s"])
+    faster = (f"{max(ratio, 1 / ratio):.1f}× {'faster' if ratio >= 1 else 'slower'}" if measured(ratio) and ratio > 0
+              else "—× faster")  # a compile time not measured: no ratio
+    fig.suptitle(f"{L} layers: regional compile {faster} "
                  f"than whole · pays after {_steps(be[0])} / {_steps(be[1])} (whole / regional)", fontsize=15)
     plots.stamp_figure(fig, data, reference)
     return fig

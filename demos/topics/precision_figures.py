@@ -7,6 +7,7 @@ import textwrap
 from typing import Any
 
 from demos.engine import plots
+from demos.engine.figure_values import measured, ratio_of
 from demos.engine.timing import fmt_seconds
 
 LABELS = {"float32": "float32", "tf32": "TF32 matmuls", "autocast": "autocast → bf16", "bfloat16": "bfloat16"}
@@ -17,14 +18,14 @@ OFFSET = {"torch_eager": -0.22, "torch_compile": 0.22}  # a pair's two labels ap
 def _speedups(d: dict[str, Any]) -> dict[tuple[str, str], float]:
     rows = d.get("rows", {})
     base = rows.get("float32", {}).get("torch_eager", {}).get("median_s")
-    if not base:
-        return {}
-    return {(r, f): base / v[f]["median_s"] for r, v in rows.items() for f in FORMS if "median_s" in v.get(f, {})}
+    ups = {(r, f): ratio_of(base, v[f]["median_s"]) for r, v in rows.items() for f in FORMS if "median_s" in v.get(f, {})}
+    return {k: s for k, s in ups.items() if measured(s)}  # a time not measured (or read as 0): no speedup
 
 
 def _compile_factor(forms: dict) -> str:
     if all("median_s" in forms.get(f, {}) for f in FORMS):
-        return f"compiling ×{forms['torch_eager']['median_s'] / forms['torch_compile']['median_s']:.2f}"
+        r = ratio_of(forms["torch_eager"]["median_s"], forms["torch_compile"]["median_s"])
+        return f"compiling ×{r:.2f}" if measured(r) else "compiling ×—"
     return ""
 
 
@@ -46,7 +47,8 @@ def figure_lever(data: dict[str, Any], reference: dict[str, Any] | None = None):
         for f in FORMS:
             y = ys[r] + OFFSET[f]
             if (r, f) not in ups:  # this form failed here: its one line where its bar would be
-                ax.text(0.03 * widest, y, textwrap.shorten(f"{plots.label(f)}: {forms.get(f, {}).get('error', '?')}", 95),
+                why = forms.get(f, {}).get("error", "no speedup: a time was not measured")
+                ax.text(0.03 * widest, y, textwrap.shorten(f"{plots.label(f)}: {why}", 95),
                         va="center", fontsize=11.5, color="#666666", style="italic")
                 continue
             s = ups[(r, f)]

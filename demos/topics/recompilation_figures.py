@@ -12,6 +12,7 @@ from typing import Any
 from matplotlib.patches import Patch
 
 from demos.engine import plots
+from demos.engine.figure_values import fmt_ratio, largest, measured, ratio_of
 from demos.engine.timing import compile_seconds, fmt_seconds
 
 MODE_LABELS = {"static": "torch.compile(dynamic=False)", "auto": "torch.compile (default: automatic dynamic)",
@@ -158,11 +159,11 @@ def figure_modes(data: dict[str, Any], reference: dict[str, Any] | None = None):
     eager_total = data["modes"].get("eager", {}).get("summary", {}).get("total_s")
     for v, t, m in zip(y, tot, modes):  # one line a row: seven rows of two lines met each other
         summ = data["modes"][m]["summary"]
-        ratio = f" ({t / eager_total:.1f}× eager)" if eager_total and m != "eager" else ""
+        ratio = f" ({fmt_ratio(ratio_of(t, eager_total))} eager)" if eager_total and m != "eager" else ""
         a2.text(t, v, f" {fmt_seconds(t)}{ratio} · call {fmt_seconds(summ['steady_s'])}", va="center", fontsize=11.5)
     a2.set_yticks(y, ["" for _ in modes])
     a2.set_xlabel("total time of the sweep (s)")
-    a2.set_xlim(0, max(tot + [1e-3]) * 2.5)
+    a2.set_xlim(0, largest(tot + [1e-3], 1e-3) * 2.5)
     a2.legend(loc="lower left", bbox_to_anchor=(0.0, 1.0), ncols=2, fontsize=12, frameon=False,
               borderaxespad=0.1)  # above the bars: their notes fill the right
     plots.stamp_figure(fig, data, reference)
@@ -189,7 +190,7 @@ def figure_compile_latency(data: dict[str, Any], reference: dict[str, Any] | Non
             ax.axis("off")
             ax.text(0.5, 0.5, _wrap(e["error"], 30), ha="center", va="center", transform=ax.transAxes, fontsize=12.5)
             continue
-        scale, unit = (1.0, "s") if e["cold"]["first_s"] >= 1 else (1e3, "ms")
+        scale, unit = (1.0, "s") if largest([e["cold"]["first_s"]], 0.0) >= 1 else (1e3, "ms")
         rec = recorded.get(b)
         for x, k in enumerate(("cold", "warm")):
             bottom = 0.0
@@ -198,19 +199,21 @@ def figure_compile_latency(data: dict[str, Any], reference: dict[str, Any] | Non
                 if x == 0:
                     parts.setdefault(col, []).append(PART_NAMES.get(pname, pname))
                 bottom += secs * scale
-            ax.text(x, bottom, f"{e[k]['first_s'] * scale:.3g} {unit}", ha="center", va="bottom", fontsize=12.5)
+            ax.text(x, bottom if measured(bottom) else 0.0, fmt_seconds(e[k]["first_s"]), ha="center", va="bottom",
+                    fontsize=12.5)
             if rec is not None:
                 ax.scatter([x], [rec[k]["first_s"] * scale], **diamond)
             bes.append((f"{plots.label(b)}, {k}", e[k]["break_even_calls"], plots.color(b),
                         rec[k]["break_even_calls"] if rec is not None else None))
         ax.bar(2, e["steady_s"] * scale, color=plots.color(b), width=0.65)
-        ax.text(2, e["steady_s"] * scale, f"{fmt_seconds(e['steady_s'])}\n(eager\n{fmt_seconds(e['eager_s'])})",
+        ax.text(2, largest([e["steady_s"]], 0.0) * scale, f"{fmt_seconds(e['steady_s'])}\n(eager\n{fmt_seconds(e['eager_s'])})",
                 ha="center", va="bottom", fontsize=11.5)
         ax.set_xticks([0, 1, 2], ["cold\ncache", "warm\ncache", "one call,\ncompiled"])
         ax.set_ylabel(f"first call ({unit})")
-        highest = max([e["cold"]["first_s"], e["warm"]["first_s"]] + ([rec["cold"]["first_s"], rec["warm"]["first_s"]]
-                                                                      if rec is not None else []))
-        ax.set_ylim(0, highest * scale * 1.6)
+        highest = largest([e["cold"]["first_s"], e["warm"]["first_s"], e["steady_s"]]
+                                + [sum(e[k]["parts"].values()) for k in ("cold", "warm")]  # the stacks drawn
+                                + ([rec["cold"]["first_s"], rec["warm"]["first_s"]] if rec is not None else []), 0.0)
+        ax.set_ylim(0, (highest or 1e-3) * scale * 1.6)  # nothing measured above 0: a millisecond's axis
     a2 = axes[-1]
     vals = [v for _, v, _, _ in bes]
     finite = [v for v in vals + [r for *_, r in bes if r is not None] if not math.isinf(v)]

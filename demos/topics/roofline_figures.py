@@ -8,6 +8,7 @@ import textwrap
 from typing import Any
 
 from demos.engine import plots
+from demos.engine.figure_values import largest, measured, ratio_of
 from demos.engine.peaks import peak_flops, ridge, spec_sheet
 from demos.engine.timing import fmt_seconds
 from demos.topics.roofline_points import WHY_CHARS, explain
@@ -35,11 +36,9 @@ SEED_PRECISION = {"two_matmuls": "torch fp32, JAX TF32", "chain": "fp32", "mlp_b
 # Shared with the lesson: speedups and size labels
 # =======================================================================================
 def speedup(rows: dict[str, Any], backend: str, base: str = "torch_eager") -> float | None:
-    """``base``'s median ÷ ``backend``'s (None unless both were measured)."""
-    a, b = rows.get(base, {}), rows.get(backend, {})
-    if a.get("median_s") and b.get("median_s"):
-        return a["median_s"] / b["median_s"]
-    return None
+    """``base``'s median ÷ ``backend``'s (None unless both were measured, the second not as 0)."""
+    r = ratio_of(rows.get(base, {}).get("median_s"), rows.get(backend, {}).get("median_s"))
+    return r if measured(r) else None
 
 
 def short_sizes(workload: str, params: dict) -> str:
@@ -81,6 +80,12 @@ def _ref_name(reference: dict[str, Any]) -> str:
 
 
 def _unit(seconds: float) -> tuple[float, str]:
+    """The scale and unit an axis up to ``seconds`` reads in: its ticks under 1000 (three digits
+    beside a panel's title, which a fourth pushed off a three-panel figure)."""
+    if seconds >= 600:
+        return 1 / 60, "min"
+    if seconds < 1e-6:
+        return 1e9, "ns"
     if seconds < 1e-3:
         return 1e6, "µs"
     if seconds < 1:
@@ -102,15 +107,17 @@ def figure_payoff(data: dict[str, Any], reference: dict[str, Any] | None = None)
         wd = data["workloads"][w]
         rows = wd["rows"]
         meds = [rows.get(b, {}).get("median_s") for b in backends]
-        top = max([r.get("p90_s") or 0 for r in rows.values()] + [m or 0 for m in meds]) or 1e-6
-        scale, unit = _unit(top)
+        top = largest([r.get("p90_s") for r in rows.values()] + meds, 0.0) or 1e-6
+        scale, unit = _unit(top * 1.3)  # the axis' top (room for the speedup)
         for i, b in enumerate(backends):
             r = rows.get(b, {})
-            if not r.get("median_s"):
+            if not measured(r.get("median_s")):
                 ax.text(i, 0, "n/a", ha="center", va="bottom", fontsize=12, color="#777")
                 continue
             m = r["median_s"] * scale
-            lo, hi = max(m - r["p10_s"] * scale, 0), max(r["p90_s"] * scale - m, 0)
+            spread = [r.get("p10_s"), r.get("p90_s")]
+            lo, hi = ((max(m - spread[0] * scale, 0), max(spread[1] * scale - m, 0))
+                      if all(measured(v) for v in spread) else (0.0, 0.0))
             ax.bar(i, m, 0.7, color=plots.color(b), yerr=[[lo], [hi]], capsize=4)  # named by its tick: no legend
             s = speedup(rows, b)
             if b != "torch_eager" and s is not None:
