@@ -1,6 +1,6 @@
 """Where a measured number goes on a figure, whatever the measurement produced: a time under a
 nanosecond or exactly 0 (a clock that read nothing), NaN (a quantile of no samples), values
-decades apart. Every figure places times and ratios through these (``plots`` re-exports them), so
+decades apart. Every figure module imports these and places its times and ratios through them, so
 no axis limit is NaN, no label lands at a log axis' minus infinity, and no number reads "nan×"."""
 from __future__ import annotations
 
