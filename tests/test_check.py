@@ -94,6 +94,30 @@ def test_a_claim_that_fails_once_is_measured_again_and_the_row_says_so(tmp_path)
     assert "also measured twice" in row.detail
 
 
+def test_a_figure_that_clips_a_text_with_this_machines_numbers_fails_its_row(tmp_path):
+    """The check draws each demo from what it just measured: a label that leaves the figure with
+    these numbers (the tick of a time a busy core measured near 0, as happened on a 2-core Intel
+    VM) fails the row, named; the claims alone would have passed."""
+    def measure(run, n: int) -> dict:
+        return {"n": n, "extra": f"n={n}"}
+
+    def figure(data, reference):
+        from demos.engine import plots
+
+        fig, ax = plots.figure()
+        ax.plot([0, data["n"]])
+        fig.text(-0.2 if data["n"] == 1 else 0.5, 0.5, "a label far to the left")  # the layout leaves it there
+        return fig
+
+    measure.__module__ = "tests.checkprobe"
+    rows = {n: check.check_demo(Demo(f"probe_clip{n}", "probe", controls=[Choice("n", n, options=[1, 2])],
+                                      measure=measure, figure=figure, claims=lambda d: {"holds": True}), tmp_path)
+            for n in (1, 2)}
+    assert rows[2].ok and "clips" not in rows[2].detail
+    assert not rows[1].ok and "clips 1 text: " in rows[1].detail and "a label far to the left" in rows[1].detail
+    assert "px past the left" in rows[1].detail and rows[1].fix
+
+
 @pytest.mark.slow
 def test_make_check_runs_the_declared_demos(tmp_path):
     run = subprocess.run([sys.executable, "-m", "demos", "check", "--demo", "eager"], cwd=ROOT,

@@ -252,6 +252,35 @@ def test_interleaved_timing_samples_every_form_in_turn():
     assert order[2:10] == ["slow", "slow", "fast", "fast", "fast", "fast", "slow", "slow"]
 
 
+def test_a_slow_form_settles_in_its_own_call_and_takes_fewer_rounds(monkeypatch):
+    """A form at or over SETTLE_BELOW_S a call is timed without an untimed call first; and rounds
+    that would overrun 3× the budget are cut, to no fewer than MIN_ROUNDS."""
+    from demos.engine import timing
+
+    order: list[str] = []
+
+    def form(name: str, s: float):
+        def fn():
+            order.append(name)
+            time.sleep(s)
+
+        return fn, lambda _o: None
+
+    monkeypatch.setattr(timing, "SETTLE_BELOW_S", 0.003)  # the 4 ms form counts as slow here
+    t = measure_interleaved({"slow": form("slow", 0.004), "fast": form("fast", 0.001)}, warmup=0,
+                            budget_s=0.1, min_samples=4, max_samples=4, min_sample_s=0.0)
+    assert order[2:8] == ["slow", "fast", "fast", "fast", "fast", "slow"]
+    assert t["slow"].n == t["fast"].n == 4
+    # the rounds: the budget's worth within [min_samples, max_samples] ...
+    assert timing.interleaved_rounds(0.01, 1.0, 5, 200) == 100
+    assert timing.interleaved_rounds(0.01, 1.0, 5, 50) == 50
+    assert timing.interleaved_rounds(0.3, 1.0, 5, 200) == 5  # 1.5 s: within 3× the budget
+    # ... and fewer than min_samples only where those would overrun 3× the budget, never under 3
+    assert timing.interleaved_rounds(1.0, 1.0, 5, 200) == 3
+    assert timing.interleaved_rounds(5.0, 0.6, 9, 200) == timing.MIN_ROUNDS == 3
+    assert timing.interleaved_rounds(0.7, 1.0, 9, 200) == 4  # 9 rounds = 6.3 s; 4 = 2.8 s ≤ 3 s
+
+
 def test_a_slow_spell_falls_on_every_form_alike():
     """A stall that lasts a stretch of time hits interleaved forms equally, not one form."""
     start = time.perf_counter()

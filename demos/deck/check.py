@@ -1,7 +1,8 @@
 """``make check``: the pre-lecture check, on this machine's device (the GPU when there is one).
 
 Runs every declared demo at its default configuration, headless, and for each one checks the
-claims its slide makes (``Demo.claims``), times measurement + figure, and reads peak memory. A
+claims its slide makes (``Demo.claims``), that its figure keeps every text inside it with this
+machine's numbers (``plots.texts_outside``), times measurement + figure, and reads peak memory. A
 demo whose claim fails is measured once more from the declared state; it fails only if the claim
 fails again, and its row says it was measured twice.
 Then checks the environment the slideshow needs: widget versions RISE can render, warm compile
@@ -58,7 +59,7 @@ def _read_peak(device: str) -> float:
 
 def check_demo(demo, out: Path, laws_only: bool = False) -> Row:
     from demos.engine.devices import torch_device
-    from demos.engine.plots import to_png
+    from demos.engine.plots import texts_outside, to_png
 
     device = torch_device()
     _reset_peak(device)
@@ -72,6 +73,7 @@ def check_demo(demo, out: Path, laws_only: bool = False) -> Row:
                 result = demo.draw(data, None)
                 fig = result[0] if isinstance(result, tuple) else result
                 (out / f"{demo.key}.png").write_bytes(to_png(fig))
+                outside = texts_outside(fig)  # with this machine's numbers, as the slide draws them
                 seconds = time.perf_counter() - t0
             verdicts = [v for v in demo.verdicts(data) if not laws_only or v.kind == "law"]
             claims = {v.text: v.status == HOLDS for v in verdicts if v.status != NOT_HERE}
@@ -98,8 +100,11 @@ def check_demo(demo, out: Path, laws_only: bool = False) -> Row:
     if first_failed:
         detail += (f" ({'also ' if failed else ''}measured twice: the first measurement failed "
                    f"{'; '.join(first_failed)}{busy})")
-    fix = "the slide must say what this device shows; report it" if failed else ""
-    return Row(demo.key, device, not failed, seconds, mem, detail, fix,
+    if outside:
+        detail += f"; its figure clips {len(outside)} text{'s' * (len(outside) > 1)}: {'; '.join(outside[:3])}"
+    fix = ("the slide must say what this device shows; report it" if failed
+           else "a text leaves the figure with these numbers; report it" if outside else "")
+    return Row(demo.key, device, not failed and not outside, seconds, mem, detail, fix,
                [{"key": v.key, "text": v.text, "status": v.status, "kind": v.kind, "condition": v.condition}
                 for v in verdicts])
 

@@ -35,8 +35,10 @@ def log_limits(values, below: float = 2.0, above: float = 2.0, floor: float = TI
 
 
 def largest(values, default: float) -> float:
-    """The largest measured value (a linear axis' top), or ``default`` where none was measured."""
-    return max((v for v in values if measured(v)), default=default)
+    """The largest measured value (a linear axis' top), or ``default`` where none was measured or
+    none is above 0 (an axis from 0 to 0 is no axis)."""
+    top = max((v for v in values if measured(v)), default=default)
+    return top if top > 0 else default
 
 
 def ratio_of(a: Any, b: Any) -> float:

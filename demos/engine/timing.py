@@ -249,6 +249,20 @@ def measure(
     )
 
 
+SETTLE_BELOW_S = 0.05  # measure_interleaved: a form slower than this per call is timed without an untimed call first
+MIN_ROUNDS = 3  # the fewest samples of a form: a median and a spread
+
+
+def interleaved_rounds(per_round: float, budget_s: float, min_samples: int, max_samples: int) -> int:
+    """How many rounds :func:`measure_interleaved` samples: the budget's worth, between
+    ``min_samples`` and ``max_samples``; fewer than ``min_samples`` (at least :data:`MIN_ROUNDS`)
+    only where ``min_samples`` rounds would take over 3× the budget."""
+    rounds = max(min_samples, min(max_samples, int(budget_s / per_round)))
+    if rounds * per_round > 3 * budget_s:
+        rounds = max(MIN_ROUNDS, min(rounds, int(3 * budget_s / per_round)))
+    return rounds
+
+
 def measure_interleaved(
     fns: dict[str, tuple[Callable[[], Any], Callable[[Any], None]]],
     *,
@@ -269,13 +283,21 @@ def measure_interleaved(
     With ``settle`` each form's sample follows one untimed call of the same form: a form is timed
     in its own steady state, not in the wake of another framework (torch's OpenMP workers spin for a
     while after a parallel region, JAX's pool sleeps between calls: measured here, jax.jit's chain
-    took 1.5–2.5 ms sampled right after torch calls and about 1 ms alone)."""
+    took 1.5–2.5 ms sampled right after torch calls and about 1 ms alone). A form whose call takes
+    :data:`SETTLE_BELOW_S` or more settles in its own call: that wake of about a millisecond is under
+    3% of it, and an untimed call would double its cost.
+
+    Slow forms (a CPU emulating bfloat16 takes about a second a call) take ``min_samples`` rounds
+    unless those would overrun 3× the budget; then fewer, but never under 3 (as
+    :func:`measure_paired`): a live cell answers in seconds, and 3 samples still give a median and
+    a spread."""
     inner: dict[str, int] = {}
     one: dict[str, float] = {}
     for name, (fn, sync) in fns.items():
         one[name], inner[name] = _calibrate(fn, sync, warmup, min_sample_s)
-    per_round = sum(one[k] * (inner[k] + (1 if settle and len(fns) > 1 else 0)) for k in fns) or 1e-9
-    rounds = max(min_samples, min(max_samples, int(budget_s / per_round)))
+    settles = {k: settle and len(fns) > 1 and one[k] < SETTLE_BELOW_S for k in fns}
+    per_round = sum(one[k] * (inner[k] + settles[k]) for k in fns) or 1e-9
+    rounds = interleaved_rounds(per_round, budget_s, min_samples, max_samples)
     names = list(fns)
     samples: dict[str, list[float]] = {k: [] for k in names}
     for r in range(rounds):
@@ -283,7 +305,7 @@ def measure_interleaved(
         for name in names[k0:] + names[:k0]:
             fn, sync = fns[name]
             n = inner[name]
-            if settle and len(names) > 1:
+            if settles[name]:
                 sync(fn())
             t0 = _clock()
             out = None

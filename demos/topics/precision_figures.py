@@ -74,7 +74,8 @@ def figure_lever(data: dict[str, Any], reference: dict[str, Any] | None = None):
     ax.set_ylim(len(names) - 0.5, -0.5)
     ax.set_xlim(0, widest * 2.0)  # the widest bar's time ends left of the legend, whichever row it is in
     ax.set_xlabel("speedup over float32 eager (median; the bar's time beside it)")
-    ax.legend(loc="upper right", fontsize=11.5, frameon=False)
+    if ax.get_legend_handles_labels()[0]:  # no row measured, no reference: nothing to name
+        ax.legend(loc="upper right", fontsize=11.5, frameon=False)
     ax.grid(axis="y", visible=False)
     p = data["params"]
     ax.set_title("\n".join([f"The seed's MLP block, B·S = {p['B']}×{p['S']}, D = {p['D']}, H = {p['H']}", *seed_said]),

@@ -8,7 +8,7 @@ import textwrap
 from typing import Any
 
 from demos.engine import plots
-from demos.engine.figure_values import largest, measured, ratio_of
+from demos.engine.figure_values import largest, measured, on_log, ratio_of
 from demos.engine.peaks import peak_flops, ridge, spec_sheet
 from demos.engine.timing import fmt_seconds
 from demos.topics.roofline_points import WHY_CHARS, explain
@@ -307,13 +307,13 @@ def figure_overheads(data: dict[str, Any], reference: dict[str, Any] | None = No
     sizes = data["sizes"]
     for mode, rows in data["modes"].items():
         ls = "--" if mode == "reduce-overhead" else "-"
-        ax.plot(sizes, [r["median_s"] * 1e6 for r in rows], ls, marker="o", color=MODE_COLORS[mode], lw=2.2,
-                label=f"{MODE_LABELS[mode]}: floor {fmt_seconds(rows[0]['median_s'])}")
-        ax.fill_between(sizes, [r["p10_s"] * 1e6 for r in rows], [r["p90_s"] * 1e6 for r in rows],
+        ax.plot(sizes, [on_log(r["median_s"]) * 1e6 for r in rows], ls, marker="o", color=MODE_COLORS[mode], lw=2.2,
+                label=f"{MODE_LABELS[mode]}: floor {fmt_seconds(rows[0]['median_s'])}")  # a 0 or NaN: at 1 ns, or none
+        ax.fill_between(sizes, [on_log(r["p10_s"]) * 1e6 for r in rows], [on_log(r["p90_s"]) * 1e6 for r in rows],
                         color=MODE_COLORS[mode], alpha=0.12, lw=0)
     if reference is not None and reference.get("modes"):
         for mode, rows in reference["modes"].items():
-            ax.plot(reference["sizes"], [r["median_s"] * 1e6 for r in rows], ":", color=MODE_COLORS.get(mode, "#777"),
+            ax.plot(reference["sizes"], [on_log(r["median_s"]) * 1e6 for r in rows], ":", color=MODE_COLORS.get(mode, "#777"),
                     lw=1.5, alpha=0.8)
         ax.text(0.99, 0.02, f"dotted: recorded on {_ref_name(reference)}", transform=ax.transAxes,
                 ha="right", va="bottom", fontsize=11.5, color=plots.PALETTE["reference"])
