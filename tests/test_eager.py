@@ -76,6 +76,27 @@ def test_regimes_claims_per_device():
     assert list(eager.regimes_claims({**d, "device": "cpu"}).values()) == [True, False]
 
 
+def test_flat_at_small_n_does_not_apply_where_others_took_the_cores():
+    """The flat claim reads a ratio of microsecond calls: measured on shared cores (two processes
+    spinning beside a 1-thread check on 2 cores, it failed twice at 2×: one of two speeds) it
+    does not apply, and says why; with the cores free, or in a record that did not note it, the
+    overhead-bound condition decides alone."""
+    from demos.deck.claims import FAILS, HOLDS, NOT_HERE
+
+    Ns = eager.sweep_sizes(4, 24)
+    d = {"op": "add", "device": "cpu", "Ns": Ns, "floors_s": {"add": 1.7e-6}, "bytes_per_elem": {"add": 12},
+         "bandwidth_Bps": 17e9, "crossover": {"add": 2**11}, "cache_levels": {"device": "CPU", "levels": {"L3": 2**25}},
+         "series": {"add": [{"p10_s": 1.7e-6 * (2 if n == 2**8 else 1) * (1 + n / 2**11)} for n in Ns]}}
+    flat = eager.regimes_claims["flat"]
+    assert flat.verdict(d).status == FAILS  # 2× at 2^8 with the cores free: the claim fails
+    busy = {"others_during": 1.9, "cores": 2, "threads": 1, "cores_busy": True}
+    v = flat.verdict({**d, "conditions": busy})
+    assert v.status == NOT_HERE and "other processes used 1.9 of 2 cores" in v.condition and "1 thread:" in v.condition
+    assert flat.verdict({**d, "conditions": {**busy, "cores_busy": False}}).status == FAILS
+    d["series"]["add"] = [{"p10_s": 1.7e-6 * (1 + n / 2**11)} for n in Ns]
+    assert flat.verdict({**d, "conditions": {**busy, "cores_busy": False}}).status == HOLDS
+
+
 def test_regime_classification_from_synthetic_data():
     data = {"Ns": [16, 2**20], "series": {"add": [{"median_s": 1.5e-6}, {"median_s": 1.3e-4}]},
             "floors_s": {"add": 1e-6}, "bytes_per_elem": {"add": 12}, "bandwidth_Bps": 1e11}

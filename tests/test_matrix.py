@@ -53,3 +53,21 @@ def test_the_fast_demos_laws_hold_as_an_avx2_laptop(tmp_path):
     assert verdicts and all(v["kind"] == "law" and v["status"] == "holds" for v in verdicts), verdicts
     text, fails = matrix.claim_table([result])
     assert fails == 0 and "avx2" in text
+
+
+@pytest.mark.slow
+def test_the_fast_timed_demos_hold_or_say_why_and_draw_inside_with_a_busy_core(tmp_path):
+    """What shares the cores is part of the test: with a second process spinning on one core all
+    along (and whatever else this box runs, the suite's other worker included), every claim of
+    the fast timed demos holds, or does not apply with the measured condition that says why, and
+    every figure, drawn from those numbers, keeps its texts inside (check fails a row that clips)."""
+    result = matrix.run_kind("busy", matrix.FAST_TIMED, out=tmp_path, stream=False)
+    assert not result["skipped"], result
+    rows = {r["what"]: r for r in result["rows"] if r["device"] != "-"}
+    assert set(rows) == set(matrix.FAST_TIMED), sorted(rows)
+    bad = {k: r["detail"] for k, r in rows.items() if not r["ok"]}
+    assert not bad, bad
+    verdicts = [v for r in rows.values() for v in r["verdicts"]]
+    assert any(v["kind"] == "regime" for v in verdicts)
+    assert all(v["status"] == "holds" or (v["status"] == "does not apply" and v["condition"]) for v in verdicts), verdicts
+    assert all((tmp_path / "busy" / f"{k}.png").stat().st_size > 0 for k in rows)

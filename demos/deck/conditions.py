@@ -82,6 +82,24 @@ def measured(value_of: Callable[[Data], float | None], op: str, threshold: float
     return when
 
 
+def cores_to_itself(when: When) -> When:
+    """``when``, measured with the cores free: a call of a few microseconds on a machine with more
+    runnable threads than cores runs at one of two speeds, about 2× apart, so a ratio of two such
+    times reads the scheduler, not the op. A measurement whose conditions say other processes took
+    the cores its threads needed (``Conditions.cores_busy``, stated on the figure's stamp) is outside
+    the regime; a record that did not note it is read by ``when`` alone."""
+    def both(d: Data) -> tuple[bool | None, str]:
+        ok, text = when(d)
+        c = d.get("conditions") or {}
+        if not c.get("cores_busy"):
+            return ok, text
+        return False, (f"{text}; but other processes used {c['others_during']:.1f} of {c['cores']} cores while "
+                       f"it measured on {c['threads']} thread{'s' * (c['threads'] != 1)}: a call of microseconds "
+                       "on shared cores runs at one of two speeds")
+    both.measures = getattr(when, "measures", False)  # stated where ``when`` is (a "does not apply" always is)
+    return both
+
+
 # ---------------------------------------------------------------------------------------
 # Tolerances from the arithmetic
 # ---------------------------------------------------------------------------------------

@@ -16,7 +16,8 @@ under the machine fingerprint (:func:`demos.engine.env.fingerprint`), which the 
 One table comes out: every claim by kind, each one holds, does not apply (with the condition that
 was measured) or fails. A kind that cannot run here (no-simd where Inductor's C++ cannot build)
 is one line saying why. The whole matrix is a benchmark (minutes per kind), not a timed test; CI
-runs the law claims of the fast demos under ``avx2`` (``tests/test_matrix.py``).
+runs the law claims of the fast demos under ``avx2``, and every claim and figure of the fast timed
+demos under ``busy`` (``tests/test_matrix.py``).
 """
 from __future__ import annotations
 
@@ -47,6 +48,11 @@ MARK = {"holds": "holds", "fails": "FAILS", "does not apply": "n/a"}
 # the fast demos whose law claims CI checks under avx2 (each a few seconds here)
 FAST_LAWS = ("eager.timeline", "fusion.kernels", "fusion.memory", "fusion.dead_code", "reuse.plan",
              "internals.pipeline", "internals.guards", "internals.graph_breaks", "recompilation.recompile_live")
+# the fast demos CI checks in full under busy: every claim, timings too, holds or does not apply (its
+# condition says why), and every figure keeps its texts inside with the numbers a shared core gives
+# (firstcall.costs once clipped a label with what a busy 2-core VM measured)
+FAST_TIMED = ("eager.sync_trap", "eager.regimes", "firstcall.costs", "fusion.latency", "fusion.timeline",
+              "roofline.overheads", "internals.capture_cost", "recompilation.recompile_live")
 
 
 def kind_env(kind: str) -> dict[str, str]:

@@ -20,7 +20,7 @@ from typing import Any, Callable
 
 from demos.deck import asks
 from demos.deck.claims import Claim, Claims, regime
-from demos.deck.conditions import fmt_bytes, fmt_s, last_level, measured
+from demos.deck.conditions import cores_to_itself, fmt_bytes, fmt_s, last_level, measured
 from demos.deck.demo import Choice, Configs, Demo, Pow2, Pow2Range, Reported
 from demos.engine import plots
 from demos.engine.devices import check_dtype, device_kind, require_torch, torch_device
@@ -351,7 +351,8 @@ def _streams_at_top(d: dict) -> tuple[bool, str]:
 # Flat at small N, then growing with N (on a GPU ∝ N: the band of the GPU test)
 regimes_claims = Claims(
     Claim("{d[op]} is flat at small N: 2^8 elements cost under {threshold:g}× what 2^4 cost",
-          lambda d: _p10_ratio(d, 2**8, 2**4), "<", 2.0, key="flat", **regime(when=_overhead_bound_at(2**8))),
+          lambda d: _p10_ratio(d, 2**8, 2**4), "<", 2.0, key="flat",
+          **regime(when=cores_to_itself(_overhead_bound_at(2**8)))),
     Claim("{d[op]} ∝ N at the top: 4× the elements cost {lo:g}–{hi:g}× the time",
           lambda d: _p10_ratio(d, None, -4), "within", {"gpu": (2.5, 6.0)}, key="linear",
           **regime(when=_streams_at_top)),
