@@ -42,7 +42,10 @@ _PART_KERNEL: list = []  # the one kernel executed_notebook runs the parts in, s
 # each part go to one worker together, so no part is executed twice. (A scheduler of our own:
 # pytest-xdist's `xdist_group` does not reach pytest 9's node ids.) No test waits for another
 # test's process or reads what it measured: each measures what it needs itself, so any order
-# gives the same results, and the order below is only for speed.
+# gives the same results, and the order below is only for speed. (One measurement is shared: a
+# demo that opens warmed is measured at its defaults once per session, by whichever of the deck's
+# warming or test_demos.py's test of it comes first, into the session's warm folder:
+# measured_at_defaults.)
 DECK_FILES = ("test_notebooks.py", "test_export.py", "test_browser.py")
 
 
@@ -133,7 +136,7 @@ def warmed_for_the_deck() -> None:
     as a lecturer runs them after `make warm`: those panels open on it (the headless execution and
     the walk would otherwise measure each of them again); every other panel measures in the kernel.
     Each is measured here, once per session, from the declared state (what this session's folder
-    already holds is not measured again)."""
+    already holds, from here or from :func:`measured_at_defaults`, is not measured again)."""
     if _WARMED:
         return
     import nbformat
@@ -153,6 +156,29 @@ def warmed_for_the_deck() -> None:
         _WARMED.append(demo.key)
     for demo in {d.key: d for d, _ in wanted}.values():
         demo.forget()  # nothing it compiled stays behind in this process
+
+
+def measured_at_defaults(demo) -> dict:
+    """``demo`` measured at its defaults from the declared state, its claims holding (a failing
+    claim is measured once more: a shared CI box can stall one timing; counts are exact, so a
+    wrong count fails twice). A demo whose panel opens warmed is measured once per session across
+    the workers: the session's warm folder (what `make warm` leaves, which the deck's executions
+    and walks open on) holds that measurement, whichever made it first, this or
+    :func:`warmed_for_the_deck`; every other demo is measured here. Either is a measurement at
+    the same values from the declared state, so any order proves the same."""
+    from demos.deck.demo import load_warmed, save_warmed
+
+    demo.forget()
+    kept = load_warmed(demo) if demo.opens_warmed else None
+    measured = kept if kept is not None else demo.run()
+    if kept is not None:
+        demo.adopt(measured)  # the latest measurement, as if made here: the panel draws it
+    elif demo.opens_warmed:
+        save_warmed(demo, measured)
+    if all(demo.check_claims(measured).values()):
+        return measured
+    demo.forget()
+    return demo.run()
 
 
 def executed_notebook(name: str, timeout: int = 1200):

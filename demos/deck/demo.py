@@ -465,7 +465,7 @@ def save_warmed(demo: Demo, data: dict) -> Path | None:
     path = _warmed_path(demo, data.get("values"))
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(".tmp")
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")  # two processes may store the same result at once
         tmp.write_text(json.dumps({"saved": time.strftime("%Y-%m-%d %H:%M"), "source": _source_hash(demo),
                                    "data": data}, default=jsonable))
         os.replace(tmp, path)
