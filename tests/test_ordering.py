@@ -14,7 +14,8 @@ depends on state an earlier one left would fail in the first. (One process, not 
 part: each start imports torch and JAX again, and a process per part measured nothing the reverse
 order does not.)
 
-Every claim must hold in every order, and the same claims must apply. A count claim states its
+Every claim must hold in every order, and the same claims must apply (but a regime of free cores,
+which does not apply where its measurement found other processes on the cores, and says so). A count claim states its
 exact count ("6 ops become 1"), so holding in every order means the same count in every order. A
 demo whose claims fail is measured once more from the declared state (a shared 2-core box can stall
 one timing); a wrong count fails twice.
@@ -48,6 +49,7 @@ import json, sys, time
 import demos
 from demos import topics
 from demos.cli import select
+from demos.deck.claims import NOT_HERE
 from demos.engine import protocol
 sys.path.insert(0, sys.argv[3])
 from test_ordering import timings
@@ -71,7 +73,10 @@ for p in sys.argv[2].split(",") + (["forget"] if again else []):
             d.forget()  # once more, from the declared state
             data, retried = d.run(), True
             claims = d.check_claims(data)
+        shared = bool((data.get("conditions") or {}).get("cores_busy"))
+        apart = [v.text for v in d.verdicts(data) if v.status == NOT_HERE] if shared else []
         out.append({"key": d.key, "pass": p, "claims": claims, "retried": retried, "timings": timings(data),
+                    "apart_on_shared_cores": apart,
                     "conditions": data.get("conditions"), "seconds": round(time.perf_counter() - t0, 1)})
 print("ORDERING " + json.dumps(out, default=str))
 '''
@@ -148,7 +153,11 @@ def test_counts_and_claims_are_the_same_in_any_order(key):
     for row, when in ((first, "before every demo that comes before it"), (after, "after every other demo")):
         failed = [c for c, ok in row["claims"].items() if not ok]
         assert not failed, f"{key} ({when}): {failed}"
-    assert set(first["claims"]) == set(after["claims"]), key
+    # the same claims apply in both orders; only a regime of free cores may stand apart in a pass whose
+    # measurement found other processes on the cores (conditions.cores_to_itself: the other worker's
+    # tests, a busy CI box), and its verdict says so
+    apart = set(first["apart_on_shared_cores"]) | set(after["apart_on_shared_cores"])
+    assert set(first["claims"]) ^ set(after["claims"]) <= apart, key
     # after forget() the demo measured again: no time it reports is the one it reported before
     if first["timings"] and not after["retried"]:
         assert first["timings"] != after["timings"], f"{key}: after forget() the same times came back (a cached result)"
