@@ -41,14 +41,20 @@ def test_an_unknown_kind_is_one_line():
     assert "ATEN_CPU_CAPABILITY" not in matrix.kind_env("native")
 
 
+def _every_row_passes(result: dict, demos: tuple[str, ...]) -> dict:
+    """The check's row of each of ``demos`` (its environment rows left out), every one passing."""
+    assert not result["skipped"], result
+    rows = {r["what"]: r for r in result["rows"] if r["device"] != "-"}
+    assert set(rows) == set(demos), sorted(rows)
+    bad = {k: r["detail"] for k, r in rows.items() if not r["ok"]}
+    assert not bad, bad
+    return rows
+
+
 @pytest.mark.slow
 def test_the_fast_demos_laws_hold_as_an_avx2_laptop(tmp_path):
     result = matrix.run_kind("avx2", matrix.FAST_LAWS, laws_only=True, out=tmp_path, stream=False)
-    assert not result["skipped"], result
-    rows = {r["what"]: r for r in result["rows"] if r["device"] != "-"}
-    assert set(rows) == set(matrix.FAST_LAWS), sorted(rows)
-    bad = {k: r["detail"] for k, r in rows.items() if not r["ok"]}
-    assert not bad, bad
+    rows = _every_row_passes(result, matrix.FAST_LAWS)
     verdicts = [v for r in rows.values() for v in r["verdicts"]]
     assert verdicts and all(v["kind"] == "law" and v["status"] == "holds" for v in verdicts), verdicts
     text, fails = matrix.claim_table([result])
@@ -62,11 +68,7 @@ def test_the_fast_timed_demos_hold_or_say_why_and_draw_inside_with_a_busy_core(t
     the fast timed demos holds, or does not apply with the measured condition that says why, and
     every figure, drawn from those numbers, keeps its texts inside (check fails a row that clips)."""
     result = matrix.run_kind("busy", matrix.FAST_TIMED, out=tmp_path, stream=False)
-    assert not result["skipped"], result
-    rows = {r["what"]: r for r in result["rows"] if r["device"] != "-"}
-    assert set(rows) == set(matrix.FAST_TIMED), sorted(rows)
-    bad = {k: r["detail"] for k, r in rows.items() if not r["ok"]}
-    assert not bad, bad
+    rows = _every_row_passes(result, matrix.FAST_TIMED)
     verdicts = [v for r in rows.values() for v in r["verdicts"]]
     assert any(v["kind"] == "regime" for v in verdicts)
     assert all(v["status"] == "holds" or (v["status"] == "does not apply" and v["condition"]) for v in verdicts), verdicts

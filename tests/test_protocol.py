@@ -229,9 +229,8 @@ def test_changing_torch_threads_recompiles_which_is_why_the_policy_is_held():
 
 
 # -- interleaved timing -------------------------------------------------------------------------
-def test_interleaved_timing_samples_every_form_in_turn():
-    order: list[str] = []
-
+def _two_forms(order: list[str]) -> dict:
+    """A 4 ms form and a 1 ms one (sleeps), each noting its calls in ``order``."""
     def form(name: str, s: float):
         def fn():
             order.append(name)
@@ -239,7 +238,12 @@ def test_interleaved_timing_samples_every_form_in_turn():
 
         return fn, lambda _o: None
 
-    t = measure_interleaved({"slow": form("slow", 0.004), "fast": form("fast", 0.001)}, warmup=0,
+    return {"slow": form("slow", 0.004), "fast": form("fast", 0.001)}
+
+
+def test_interleaved_timing_samples_every_form_in_turn():
+    order: list[str] = []
+    t = measure_interleaved(_two_forms(order), warmup=0,
                             budget_s=0.1, min_samples=6, max_samples=6, min_sample_s=0.0, settle=False)
     assert t["slow"].n == t["fast"].n == 6 and t["slow"].median > t["fast"].median
     rounds = order[2:]  # after the two calibration calls: one sample of each per round, rotated
@@ -247,8 +251,7 @@ def test_interleaved_timing_samples_every_form_in_turn():
     # settled (the default): each timed call follows an untimed call of the same form, so no form
     # is timed in the wake of another framework's threads
     order.clear()
-    measure_interleaved({"slow": form("slow", 0.004), "fast": form("fast", 0.001)}, warmup=0,
-                        budget_s=0.1, min_samples=4, max_samples=4, min_sample_s=0.0)
+    measure_interleaved(_two_forms(order), warmup=0, budget_s=0.1, min_samples=4, max_samples=4, min_sample_s=0.0)
     assert order[2:10] == ["slow", "slow", "fast", "fast", "fast", "fast", "slow", "slow"]
 
 
@@ -258,17 +261,8 @@ def test_a_slow_form_settles_in_its_own_call_and_takes_fewer_rounds(monkeypatch)
     from demos.engine import timing
 
     order: list[str] = []
-
-    def form(name: str, s: float):
-        def fn():
-            order.append(name)
-            time.sleep(s)
-
-        return fn, lambda _o: None
-
     monkeypatch.setattr(timing, "SETTLE_BELOW_S", 0.003)  # the 4 ms form counts as slow here
-    t = measure_interleaved({"slow": form("slow", 0.004), "fast": form("fast", 0.001)}, warmup=0,
-                            budget_s=0.1, min_samples=4, max_samples=4, min_sample_s=0.0)
+    t = measure_interleaved(_two_forms(order), warmup=0, budget_s=0.1, min_samples=4, max_samples=4, min_sample_s=0.0)
     assert order[2:8] == ["slow", "fast", "fast", "fast", "fast", "slow"]
     assert t["slow"].n == t["fast"].n == 4
     # the rounds: the budget's worth within [min_samples, max_samples] ...
