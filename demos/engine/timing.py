@@ -287,8 +287,9 @@ def measure_interleaved(
     :data:`SETTLE_BELOW_S` or more settles in its own call: that wake of about a millisecond is under
     3% of it, and an untimed call would double its cost.
 
-    Slow forms (a CPU emulating bfloat16 takes about a second a call) take ``min_samples`` rounds
-    unless those would overrun 3× the budget; then fewer, but never under 3 (as
+    Slow forms (precision.lever's bfloat16 block took about a second a call on an AVX2 CPU
+    without bfloat16 arithmetic) take ``min_samples`` rounds unless those would overrun 3× the
+    budget; then fewer, but never under 3 (as
     :func:`measure_paired`): a live cell answers in seconds, and 3 samples still give a median and
     a spread."""
     inner: dict[str, int] = {}
