@@ -50,6 +50,7 @@ import demos
 from demos import topics
 from demos.cli import select
 from demos.deck.claims import NOT_HERE
+from demos.deck.conditions import shared_cores
 from demos.engine import protocol
 sys.path.insert(0, sys.argv[3])
 from test_ordering import timings
@@ -73,8 +74,7 @@ for p in sys.argv[2].split(",") + (["forget"] if again else []):
             d.forget()  # once more, from the declared state
             data, retried = d.run(), True
             claims = d.check_claims(data)
-        shared = bool((data.get("conditions") or {}).get("cores_busy"))
-        apart = [v.text for v in d.verdicts(data) if v.status == NOT_HERE] if shared else []
+        apart = [v.text for v in d.verdicts(data) if v.status == NOT_HERE] if shared_cores(data) else []
         out.append({"key": d.key, "pass": p, "claims": claims, "retried": retried, "timings": timings(data),
                     "apart_on_shared_cores": apart,
                     "conditions": data.get("conditions"), "seconds": round(time.perf_counter() - t0, 1)})
@@ -154,7 +154,7 @@ def test_counts_and_claims_are_the_same_in_any_order(key):
         failed = [c for c, ok in row["claims"].items() if not ok]
         assert not failed, f"{key} ({when}): {failed}"
     # the same claims apply in both orders; only a regime of free cores may stand apart in a pass whose
-    # measurement found other processes on the cores (conditions.cores_to_itself: the other worker's
+    # measurement found other processes on the cores (conditions.shared_cores: the other worker's
     # tests, a busy CI box), and its verdict says so
     apart = set(first["apart_on_shared_cores"]) | set(after["apart_on_shared_cores"])
     assert set(first["claims"]) ^ set(after["claims"]) <= apart, key

@@ -82,19 +82,39 @@ def measured(value_of: Callable[[Data], float | None], op: str, threshold: float
     return when
 
 
+def threads_of(d: Data) -> int:
+    """The threads a measurement timed on: its own ``threads`` where it sets them (eager's sweep:
+    1 on a CPU), else the thread policy's (its ``conditions``)."""
+    return int(d.get("threads") or (d.get("conditions") or {})["threads"])
+
+
+def shared_cores(d: Data) -> bool:
+    """Other processes took cores this measurement's threads needed: what they used while it
+    measured (its ``conditions``), with its own threads (:func:`threads_of`), over the cores.
+    Stricter than the panel's warning (``Conditions.cores_busy`` lets half a core pass): a second
+    spinning process beside a 1-thread timing on 2 cores is over. A GPU's timing, or a record that
+    did not note its load: False (what was seen and tested is a CPU's)."""
+    c = d.get("conditions") or {}
+    if d.get("device", "cpu") != "cpu":
+        return False
+    try:
+        return float(c["others_during"]) + threads_of(d) > int(c["cores"])
+    except (KeyError, TypeError, ValueError):
+        return False
+
+
 def cores_to_itself(when: When) -> When:
     """``when``, measured with the cores free: a call of a few microseconds on a machine with more
     runnable threads than cores runs at one of two speeds, about 2× apart, so a ratio of two such
-    times reads the scheduler, not the op. A measurement whose conditions say other processes took
-    the cores its threads needed (``Conditions.cores_busy``, stated on the figure's stamp) is outside
-    the regime; a record that did not note it is read by ``when`` alone."""
+    times reads the scheduler, not the op. A measurement on :func:`shared_cores` is outside the
+    regime; one whose record did not note its load is read by ``when`` alone."""
     def both(d: Data) -> tuple[bool | None, str]:
         ok, text = when(d)
-        c = d.get("conditions") or {}
-        if not c.get("cores_busy"):
+        if not shared_cores(d):
             return ok, text
+        c, n = d["conditions"], threads_of(d)
         return False, (f"{text}; but other processes used {c['others_during']:.1f} of {c['cores']} cores while "
-                       f"it measured on {c['threads']} thread{'s' * (c['threads'] != 1)}: a call of microseconds "
+                       f"it measured on {n} thread{'s' * (n != 1)}: a call of microseconds "
                        "on shared cores runs at one of two speeds")
     both.measures = getattr(when, "measures", False)  # stated where ``when`` is (a "does not apply" always is)
     return both

@@ -373,7 +373,6 @@ class Conditions:
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
         d["reliable"] = self.reliable
-        d["cores_busy"] = self.cores_busy
         return d
 
 
